@@ -1,0 +1,250 @@
+"""The command line: parse, call, render. No logic lives here."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+import traceback
+from pathlib import Path
+from typing import Annotated, Any, NoReturn
+
+import typer
+from rich.console import Console
+
+from auditor.errors import EXIT_INCOMPLETE, EXIT_USAGE, AuditError
+from auditor.model import FailOn, Scope, StageResult, StageStatus, compute_verdict, exit_code_for
+from auditor.stage import Options
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  help="Supply-chain audit and reproducible builds for patched LLM inference engines.")
+unit_app = typer.Typer(no_args_is_help=True, help="Render a hardened systemd unit, or lint one.")
+app.add_typer(unit_app, name="unit")
+
+err = Console(stderr=True, highlight=False)
+_state: dict[str, Any] = {"verbose": False}
+
+SpecArg = Annotated[Path, typer.Argument(help="the audit spec (audit.toml)")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="print the stage result as JSON on stdout")]
+OnlineOpt = Annotated[bool, typer.Option("--online", help="allow network access (off by default)")]
+
+
+@app.callback()
+def _main(verbose: Annotated[bool, typer.Option("--verbose", "-v",
+                                                help="show tracebacks")] = False) -> None:
+    _state["verbose"] = verbose
+
+
+def _fail(exc: AuditError) -> NoReturn:
+    if _state["verbose"]:
+        traceback.print_exc()
+    err.print(f"[red]error:[/red] {_escape(exc.diagnostics())}")
+    raise typer.Exit(exc.exit_code)
+
+
+def _escape(text: str) -> str:
+    from auditor.stage import escape_markup
+    from auditor.textsafe import terminal_safe
+
+    return escape_markup(terminal_safe(text))
+
+
+def _options(**kw: Any) -> Options:
+    return Options(verbose=_state["verbose"], **{k: v for k, v in kw.items() if v is not None})
+
+
+def _load(spec: Path) -> Any:
+    from auditor.spec import load_spec
+
+    return load_spec(spec)
+
+
+def _stage_command(spec_path: Path, name: str, options: Options, as_json: bool,
+                   after: Any = None) -> NoReturn:
+    from auditor.pipeline import run_single
+
+    try:
+        spec = _load(spec_path)
+        result, ctx, base = run_single(spec, options, name)
+        try:
+            if after is not None:
+                after(result, ctx)
+        finally:
+            shutil.rmtree(base, ignore_errors=True)
+    except AuditError as exc:
+        _fail(exc)
+    _emit_stage(result, as_json, options)
+
+
+def _emit_stage(result: StageResult, as_json: bool, options: Options) -> NoReturn:
+    from auditor.report.console import print_stage
+
+    if as_json:
+        sys.stdout.write(json.dumps(result.to_json(), indent=2, ensure_ascii=False) + "\n")
+    print_stage(err, result)
+    if result.status is StageStatus.NOT_REQUESTED:
+        err.print(f"[yellow]the spec has no section for {result.name}: nothing was checked[/yellow]")
+        raise typer.Exit(EXIT_USAGE)
+    verdict, _ = compute_verdict([result])
+    raise typer.Exit(exit_code_for(verdict, options.fail_on))
+
+
+@app.command()
+def verify(spec: SpecArg, as_json: JsonOpt = False) -> None:
+    """The tree-hash proof: bundle == upstream ref + the listed commits."""
+    _stage_command(spec, "verify", _options(), as_json)
+
+
+@app.command()
+def scan(
+    spec: SpecArg,
+    scope: Annotated[Scope | None, typer.Option(help="diff: what the series changed; "
+                                                "full: the whole tree")] = None,
+    as_json: JsonOpt = False,
+    sarif: Annotated[Path | None, typer.Option(help="also write SARIF 2.1.0 to FILE")] = None,
+) -> None:
+    """Static scans of the verified bundle, findings attributed to commits."""
+
+    def write_sarif(result: StageResult, ctx: Any) -> None:
+        if sarif is not None:
+            from auditor.report.sarif import write_stage_sarif
+
+            write_stage_sarif(result, sarif)
+
+    _stage_command(spec, "scan", _options(scope=scope), as_json, write_sarif)
+
+
+@app.command()
+def deps(spec: SpecArg, as_json: JsonOpt = False, online: OnlineOpt = False) -> None:
+    """Dependency diff and known vulnerabilities (offline OSV snapshot by default)."""
+    _stage_command(spec, "deps", _options(online=online), as_json)
+
+
+@app.command()
+def build(
+    spec: SpecArg,
+    repro: Annotated[bool | None, typer.Option("--repro/--no-repro",
+                                               help="build twice and compare")] = None,
+    as_json: JsonOpt = False,
+    online: OnlineOpt = False,
+) -> None:
+    """Compile the changed CUDA modules from audited source and overlay the official wheel."""
+    _stage_command(spec, "build", _options(repro=repro, online=online), as_json)
+
+
+@app.command()
+def sbom(
+    spec: SpecArg,
+    output: Annotated[Path | None, typer.Option("-o", "--output", help="the SBOM file "
+                                                "(default sboms/<name>-<version>.cdx.json)")] = None,
+    reproducible: Annotated[bool, typer.Option(help="no timestamps or random serials")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """CycloneDX 1.6 JSON with the fork's pedigree."""
+
+    def copy_out(result: StageResult, ctx: Any) -> None:
+        from auditor.sbom.stage import export_sbom
+
+        export_sbom(result, ctx, output)
+
+    _stage_command(spec, "sbom", _options(reproducible=reproducible), as_json, copy_out)
+
+
+@unit_app.command("render")
+def unit_render(
+    spec: SpecArg,
+    output: Annotated[Path, typer.Option("-o", "--output", help="the unit file to write")],
+    as_json: JsonOpt = False,
+) -> None:
+    """Write the hardened unit (and an example environment file) for the spec's [service]."""
+
+    def copy_out(result: StageResult, ctx: Any) -> None:
+        from auditor.service.stage import export_unit
+
+        export_unit(result, ctx, output)
+
+    _stage_command(spec, "unit", _options(), as_json, copy_out)
+
+
+@unit_app.command("check")
+def unit_check(
+    unit: Annotated[Path, typer.Argument(help="a systemd unit file")],
+    as_json: JsonOpt = False,
+    profile: Annotated[str, typer.Option(help="engine profile")] = "vllm",
+) -> None:
+    """Lint an existing unit: key on the command line, 0.0.0.0, root, no UMask, telemetry, ..."""
+    from auditor.service.stage import check_unit_file
+
+    try:
+        result = check_unit_file(unit, profile)
+    except AuditError as exc:
+        _fail(exc)
+    _emit_stage(result, as_json, _options())
+
+
+@app.command()
+def audit(
+    spec: SpecArg,
+    out: Annotated[Path, typer.Option("--out", help="the audit directory")] = Path("audit-out"),
+    online: OnlineOpt = False,
+    scope: Annotated[Scope | None, typer.Option(help="override [scan] scope")] = None,
+    reproducible: Annotated[bool, typer.Option(help="no timestamps or random serials")] = False,
+    fail_on: Annotated[FailOn, typer.Option(help="review: REVIEW exits 1; block: only FAIL "
+                                            "does")] = FailOn.REVIEW,
+) -> None:
+    """Every stage; writes the audit directory (reports, SBOM, provenance, unit, wheel)."""
+    from auditor.pipeline import audit as run_audit
+    from auditor.report.console import print_summary
+
+    options = _options(online=online, scope=scope, reproducible=reproducible, fail_on=fail_on)
+    try:
+        result = run_audit(_load(spec), options, out)
+    except AuditError as exc:
+        _fail(exc)
+    print_summary(err, result, out)
+    raise typer.Exit(exit_code_for(result.verdict, options.fail_on))
+
+
+@app.command()
+def gate(
+    spec: SpecArg,
+    baseline: Annotated[Path, typer.Option(help="the approved audit.json of the previous version")],
+    out: Annotated[Path, typer.Option("--out", help="the gate's audit directory")] = Path(
+        "gate-out"),
+    fail_on: Annotated[FailOn, typer.Option(help="review or block")] = FailOn.REVIEW,
+    as_json: JsonOpt = False,
+) -> None:
+    """Decide an engine upgrade against the last approved audit."""
+    try:
+        from auditor.gate import run_gate
+    except ImportError:
+        err.print("[yellow]auditor gate is not built yet[/yellow]")
+        raise typer.Exit(EXIT_INCOMPLETE) from None
+    try:
+        code = run_gate(_load(spec), baseline, out, _options(fail_on=fail_on), as_json)
+    except AuditError as exc:
+        _fail(exc)
+    raise typer.Exit(code)
+
+
+@app.command()
+def demo(
+    out: Annotated[Path, typer.Option("--out", help="where the example and its audit go")] = Path(
+        "demo-out"),
+) -> None:
+    """Make the embedded example (upstream, hostile fork, bundle, wheel) and audit it."""
+    from auditor.demo import run_demo
+
+    try:
+        code = run_demo(out, _options(reproducible=False), err)
+    except AuditError as exc:
+        _fail(exc)
+    raise typer.Exit(code)
+
+
+def main() -> None:
+    try:
+        app()
+    except AuditError as exc:  # pragma: no cover - commands catch their own
+        err.print(f"error: {exc.diagnostics()}")
+        sys.exit(exc.exit_code)

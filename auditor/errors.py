@@ -1,0 +1,90 @@
+"""The one error hierarchy of auditor.
+
+Every error the tool raises on purpose derives from :class:`AuditError`; the CLI catches it in one
+place, prints :meth:`AuditError.diagnostics` and exits with :attr:`AuditError.exit_code`.
+Exit codes follow DESIGN.md: 1 policy says no, 2 usage or spec error, 3 could not check.
+"""
+
+from __future__ import annotations
+
+EXIT_PASS = 0
+EXIT_POLICY = 1
+EXIT_USAGE = 2
+EXIT_INCOMPLETE = 3
+
+
+class AuditError(Exception):
+    """Root of every deliberate auditor error."""
+
+    exit_code: int = EXIT_USAGE
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def diagnostics(self) -> str:
+        """A human explanation, one line where possible, with a hint when there is one."""
+        text = self.message
+        if self.hint:
+            text += f"\n  hint: {self.hint}"
+        return text
+
+
+class SpecError(AuditError):
+    """The audit spec (or a file it names) is malformed: names the file and the key path."""
+
+    def __init__(self, message: str, *, file: str | None = None, key: str | None = None,
+                 hint: str | None = None) -> None:
+        where = ""
+        if file:
+            where += file
+        if key:
+            where += f"{': ' if where else ''}[{key}]"
+        super().__init__(f"{where}: {message}" if where else message, hint=hint)
+        self.file = file
+        self.key = key
+
+
+class InputError(AuditError):
+    """An input the spec points at is unusable: unsafe archive, corrupt wheel, missing commit."""
+
+
+class BaselineError(AuditError):
+    """A baseline audit that does not fit this audit (schema or inputs differ)."""
+
+
+class ToolError(AuditError):
+    """An external tool failed or is missing: what it checks stays unchecked (exit 3)."""
+
+    exit_code = EXIT_INCOMPLETE
+
+    def __init__(self, message: str, *, cmd: list[str] | None = None, returncode: int | None = None,
+                 stderr: str = "", hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.cmd = cmd or []
+        self.returncode = returncode
+        self.stderr = stderr
+
+    def diagnostics(self) -> str:
+        text = super().diagnostics()
+        tail = self.stderr.strip().splitlines()[-5:]
+        if tail:
+            text += "\n  " + "\n  ".join(tail)
+        return text
+
+
+class ToolMissing(ToolError):
+    """The tool is not installed on this machine."""
+
+
+class ProofError(AuditError):
+    """The bundle proof failed in a way that stops the audit (policy says no)."""
+
+    exit_code = EXIT_POLICY
+
+
+class NotBuiltError(AuditError):
+    """A command of the contract that this version does not implement yet: exit 3, no output."""
+
+    exit_code = EXIT_INCOMPLETE

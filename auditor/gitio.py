@@ -1,0 +1,116 @@
+"""The one place that runs subprocesses: git, semgrep, bandit, nvcc, systemd-analyze.
+
+:func:`run` raises :class:`~auditor.errors.ToolMissing` when the program is absent and
+:class:`~auditor.errors.ToolError` (carrying stderr) when it fails and ``check`` is set.
+:class:`Git` wraps a repository with the plumbing commands the provenance code needs.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from auditor.errors import InputError, ToolError, ToolMissing
+
+
+@dataclass(frozen=True)
+class Completed:
+    args: tuple[str, ...]
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def which(program: str) -> str | None:
+    return shutil.which(program)
+
+
+def run(
+    args: Sequence[str | os.PathLike[str]],
+    *,
+    cwd: str | os.PathLike[str] | None = None,
+    env: Mapping[str, str] | None = None,
+    extra_env: Mapping[str, str] | None = None,
+    input: str | bytes | None = None,
+    timeout: float | None = None,
+    check: bool = True,
+    text: bool = True,
+) -> Completed:
+    """Run a program; ``env`` replaces the environment, ``extra_env`` adds to it."""
+    argv = [os.fspath(a) for a in args]
+    if which(argv[0]) is None and not os.path.isfile(argv[0]):
+        raise ToolMissing(f"{argv[0]} is not installed on this machine", cmd=argv)
+    full_env = dict(os.environ if env is None else env)
+    if extra_env:
+        full_env.update(extra_env)
+    try:
+        proc = subprocess.run(
+            argv, cwd=cwd, env=full_env, input=input, capture_output=True,
+            timeout=timeout, text=text, check=False,
+        )
+    except subprocess.TimeoutExpired as exc:
+        raise ToolError(f"{argv[0]} timed out after {timeout} s", cmd=argv) from exc
+    except OSError as exc:
+        raise ToolError(f"{argv[0]} could not be started: {exc}", cmd=argv) from exc
+    out = proc.stdout if text else proc.stdout
+    err = proc.stderr if text else proc.stderr.decode("utf-8", "replace")
+    result = Completed(tuple(argv), proc.returncode, out, err)
+    if check and proc.returncode != 0:
+        raise ToolError(
+            f"{' '.join(argv[:3])} failed with exit code {proc.returncode}",
+            cmd=argv, returncode=proc.returncode, stderr=err,
+        )
+    return result
+
+
+# A fixed git environment: no user config, no pager, no prompts, stable dates and locale.
+_GIT_ENV_DROP = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY")
+
+
+def git_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in _GIT_ENV_DROP}
+    env.update({
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_TERMINAL_PROMPT": "0",
+        "GIT_PAGER": "cat",
+        "LC_ALL": "C",
+    })
+    if extra:
+        env.update(extra)
+    return env
+
+
+class Git:
+    """Plumbing access to one repository (bare or not); never touches its work tree."""
+
+    def __init__(self, repo: str | os.PathLike[str]) -> None:
+        self.repo = Path(repo)
+        if not self.repo.exists():
+            raise InputError(f"repository {self.repo} does not exist")
+
+    def run(self, *args: str, input: str | bytes | None = None, check: bool = True,
+            extra_env: Mapping[str, str] | None = None, text: bool = True) -> Completed:
+        return run(
+            ["git", "-C", str(self.repo), "-c", "core.quotepath=off", *args],
+            env=git_env(extra_env), input=input, check=check, text=text,
+        )
+
+    def out(self, *args: str, **kw: object) -> str:
+        return self.run(*args, **kw).stdout.strip()  # type: ignore[arg-type]
+
+    def rev_parse(self, rev: str) -> str | None:
+        """The full sha a revision resolves to (peeled to a commit), or None if it does not."""
+        res = self.run("rev-parse", "--verify", "--quiet", "--end-of-options", f"{rev}^{{commit}}",
+                       check=False)
+        return res.stdout.strip() if res.returncode == 0 else None
+
+    def tree_of(self, rev: str) -> str:
+        return self.out("rev-parse", "--verify", "--end-of-options", f"{rev}^{{tree}}")
+
+    def cat_blob(self, sha: str) -> bytes:
+        res = self.run("cat-file", "blob", sha, text=False)
+        return res.stdout  # type: ignore[return-value]

@@ -1,0 +1,177 @@
+"""Runs the stages in order, computes the verdict and writes the audit directory atomically."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import shutil
+import tempfile
+import traceback
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from auditor import __version__
+from auditor.errors import AuditError, NotBuiltError, ToolError
+from auditor.model import STAGES, AuditResult, StageResult, StageStatus, compute_verdict
+from auditor.spec import Spec
+from auditor.stage import Context, Options, Stage
+
+# Where each stage lives; imported lazily so one stage's heavy imports do not slow the others.
+STAGE_CLASSES: dict[str, str] = {
+    "verify": "auditor.provenance.stage:VerifyStage",
+    "scan": "auditor.scan.stage:ScanStage",
+    "deps": "auditor.deps.stage:DepsStage",
+    "build": "auditor.build.stage:BuildStage",
+    "sbom": "auditor.sbom.stage:SbomStage",
+    "unit": "auditor.service.stage:UnitStage",
+}
+
+
+def load_stage(name: str) -> Stage:
+    module, _, cls = STAGE_CLASSES[name].partition(":")
+    stage = getattr(importlib.import_module(module), cls)()
+    assert isinstance(stage, Stage)
+    return stage
+
+
+def closure(wanted: Iterable[str]) -> list[str]:
+    """The wanted stages plus everything they need, in pipeline order."""
+    todo = set(wanted)
+    changed = True
+    while changed:
+        changed = False
+        for name in list(todo):
+            for dep in load_stage(name).needs:
+                if dep not in todo:
+                    todo.add(dep)
+                    changed = True
+    return [s for s in STAGES if s in todo]
+
+
+def run_stage(stage: Stage, ctx: Context) -> StageResult:
+    """Run one stage, turning "could not check" into an incomplete result (fail closed)."""
+    missing = [d for d in stage.needs
+               if d not in ctx.results or ctx.results[d].status is StageStatus.NOT_REQUESTED]
+    if "verify" in stage.needs and ctx.workspace is None:
+        missing.append("verify (no verified workspace)")
+    if missing:
+        return StageResult(stage.name, StageStatus.INCOMPLETE,
+                           not_checked=(f"needs {', '.join(missing)}, which did not run",))
+    try:
+        return stage.run(ctx)
+    except NotBuiltError as exc:
+        return StageResult(stage.name, StageStatus.INCOMPLETE, not_checked=(exc.message,))
+    except ToolError as exc:
+        return StageResult(stage.name, StageStatus.INCOMPLETE, not_checked=(exc.diagnostics(),),
+                           details={"error": exc.message})
+    except AuditError:
+        raise
+    except Exception as exc:  # a crash is "not checked", never "clean"
+        if ctx.options.verbose:
+            traceback.print_exc()
+        return StageResult(stage.name, StageStatus.INCOMPLETE,
+                           not_checked=(f"stage crashed: {type(exc).__name__}: {exc}",),
+                           details={"error": f"{type(exc).__name__}: {exc}"})
+
+
+def run_pipeline(spec: Spec, options: Options, wanted: Iterable[str], ctx_out: Path,
+                 workdir: Path) -> tuple[AuditResult, Context]:
+    """Run ``wanted`` (and what they need); stages the spec leaves out are not-requested."""
+    ctx = Context(spec=spec, options=options, workdir=workdir, out_dir=ctx_out)
+    wanted = list(wanted)
+    for name in closure(wanted):
+        stage = load_stage(name)
+        if not stage.requested(spec):
+            ctx.results[name] = StageResult.not_requested(name)
+            continue
+        ctx.console.print(f"[bold]{name}[/bold] …")
+        result = run_stage(stage, ctx)
+        ctx.results[name] = result
+        ctx.console.print(f"[bold]{name}[/bold] {_status_word(result)}")
+    stages = {name: ctx.results.get(name, StageResult.not_requested(name)) for name in STAGES}
+    considered = [stages[n] for n in STAGES if n in ctx.results]
+    verdict, reasons = compute_verdict(considered)
+    audit = AuditResult(verdict=verdict, reasons=reasons, stages=stages,
+                        tool=tool_info(), inputs=inputs_info(spec))
+    return audit, ctx
+
+
+def _status_word(result: StageResult) -> str:
+    colour = {"ok": "green", "failed": "red", "incomplete": "yellow"}.get(result.status.value, "")
+    n = len([f for f in result.findings if f.counts])
+    extra = f" ({n} finding{'s' if n != 1 else ''})" if n else ""
+    return f"[{colour}]{result.status.value}[/{colour}]{extra}" if colour else result.status.value
+
+
+def tool_info() -> dict[str, Any]:
+    return {"name": "auditor", "version": __version__}
+
+
+def inputs_info(spec: Spec) -> dict[str, Any]:
+    return {
+        "spec": str(spec.path),
+        "engine": {"profile": spec.profile.name, "version": spec.engine.version},
+        "upstream": {"repo": str(spec.upstream.repo), "ref": spec.upstream.ref,
+                     "commit": spec.upstream.commit},
+        "patches": {"repo": str(spec.patches.repo), "ref": spec.patches.ref,
+                    "commits": list(spec.patches.commits)},
+        "bundle": str(spec.bundle.path),
+    }
+
+
+class AuditDirectory:
+    """An audit directory written atomically: a sibling temporary folder renamed into place."""
+
+    def __init__(self, target: Path) -> None:
+        self.target = target.resolve()
+        self.target.parent.mkdir(parents=True, exist_ok=True)
+        self.tmp = Path(tempfile.mkdtemp(prefix=f".{self.target.name}.", dir=self.target.parent))
+
+    def commit(self) -> Path:
+        old = None
+        if self.target.exists():
+            old = self.target.with_name(f".{self.target.name}.old-{os.getpid()}")
+            os.rename(self.target, old)
+        os.rename(self.tmp, self.target)
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+        return self.target
+
+    def abort(self) -> None:
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+def write_json(path: Path, data: Any) -> None:
+    path.write_text(json.dumps(data, indent=2, sort_keys=False, ensure_ascii=False) + "\n",
+                    encoding="utf-8")
+
+
+def audit(spec: Spec, options: Options, out: Path) -> AuditResult:
+    """Every stage; the audit directory appears complete or not at all."""
+    from auditor.report import write_reports
+
+    directory = AuditDirectory(out)
+    try:
+        with tempfile.TemporaryDirectory(prefix="auditor-") as work:
+            result, ctx = run_pipeline(spec, options, STAGES, directory.tmp, Path(work))
+            write_json(directory.tmp / "audit.json", result.to_json())
+            write_reports(result, directory.tmp, ctx)
+        directory.commit()
+    except BaseException:
+        directory.abort()
+        raise
+    return result
+
+
+def run_single(spec: Spec, options: Options, name: str) -> tuple[StageResult, Context, Path]:
+    """One stage (and what it needs) outside an audit directory; returns the live context.
+
+    The caller owns the returned temporary folder (``ctx.workdir``'s parent) and removes it.
+    """
+    base = Path(tempfile.mkdtemp(prefix="auditor-"))
+    (base / "out").mkdir()
+    (base / "work").mkdir()
+    _, ctx = run_pipeline(spec, options, [name], base / "out", base / "work")
+    return ctx.results[name], ctx, base

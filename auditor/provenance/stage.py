@@ -1,0 +1,15 @@
+"""The verify stage (not built yet: it says so and reports incomplete)."""
+
+from __future__ import annotations
+
+from auditor.errors import NotBuiltError
+from auditor.model import StageResult
+from auditor.stage import Context, Stage
+
+
+class VerifyStage(Stage):
+    name = "verify"
+    needs = ()
+
+    def run(self, ctx: Context) -> StageResult:
+        raise NotBuiltError("auditor verify is not built yet")

@@ -1,0 +1,422 @@
+"""The audit spec (``audit.toml``) and engine profiles, validated on load.
+
+Every key is checked against a declared schema: unknown keys, wrong types and missing files are a
+:class:`~auditor.errors.SpecError` naming the file and the key path. Relative paths resolve against
+the spec's own folder. Engine profiles are data under ``policies/engines/``.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from auditor.errors import SpecError
+from auditor.model import Scope
+
+POLICIES_DIR = Path(__file__).resolve().parent.parent / "policies"
+ENGINES_DIR = POLICIES_DIR / "engines"
+SHA_RE = re.compile(r"^[0-9a-f]{40}$")
+
+
+@dataclass(frozen=True)
+class EngineProfile:
+    """What auditor knows about an engine: its package, key variable, telemetry switches, server."""
+
+    name: str
+    package: str
+    api_key_env: str | None
+    telemetry_env: Mapping[str, str]
+    server_argv: tuple[str, ...]  # templates: {model} {host} {port}
+    default_port: int
+    native_globs: tuple[str, ...]  # sources that only a build recipe may turn into binaries
+    request_logging_flags: tuple[str, ...]  # engine flags/env that turn prompt logging on
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class EngineSpec:
+    profile: EngineProfile
+    version: str
+
+
+@dataclass(frozen=True)
+class UpstreamSpec:
+    repo: Path
+    ref: str
+    commit: str | None
+
+
+@dataclass(frozen=True)
+class PatchesSpec:
+    repo: Path
+    ref: str
+    commits: tuple[str, ...]
+    commits_source: str  # "commits" or the commits_file path, for messages
+    allow_merges: bool
+
+
+@dataclass(frozen=True)
+class BundleSpec:
+    path: Path
+    strip_components: int
+    max_bytes: int
+    max_files: int
+    max_file_bytes: int
+
+
+@dataclass(frozen=True)
+class ScanSpec:
+    scope: Scope
+    policy: Path
+    waivers: Path | None
+    cache: Path
+    timeout: int
+
+
+@dataclass(frozen=True)
+class DepsSpec:
+    vulns: str  # "osv:<path>" (path resolved), "pip-audit" or "none"
+    osv_path: Path | None
+    typosquat_distance: int
+
+
+@dataclass(frozen=True)
+class BuildSpec:
+    recipe: Path
+    repro: bool
+
+
+@dataclass(frozen=True)
+class ServiceSpec:
+    name: str
+    user: str
+    model: str
+    host: str
+    port: int
+    devices: tuple[str, ...]
+    extra_args: tuple[str, ...]
+    api_key_file: str | None  # path on the target host (root-owned 0600 EnvironmentFile)
+    api_key_credential: str | None  # path on the target host for LoadCredential=
+    loopback_only: bool
+    client_networks: tuple[str, ...]
+    exec_path: str
+    gpu: str  # nvidia | intel | none
+
+
+@dataclass(frozen=True)
+class Spec:
+    path: Path
+    root: Path  # folder the relative paths resolve against
+    engine: EngineSpec
+    upstream: UpstreamSpec
+    patches: PatchesSpec
+    bundle: BundleSpec
+    scan: ScanSpec | None
+    deps: DepsSpec | None
+    build: BuildSpec | None
+    service: ServiceSpec | None
+    raw: Mapping[str, Any] = field(default_factory=dict, compare=False)
+
+    @property
+    def profile(self) -> EngineProfile:
+        return self.engine.profile
+
+
+# ---------------------------------------------------------------- validation helpers
+
+
+class _Table:
+    """Reads one TOML table, recording which keys were consumed, with typed accessors."""
+
+    def __init__(self, file: Path, data: Mapping[str, Any], prefix: str) -> None:
+        self.file = file
+        self.data = data
+        self.prefix = prefix
+        self.seen: set[str] = set()
+
+    def err(self, key: str, msg: str) -> SpecError:
+        return SpecError(msg, file=str(self.file), key=f"{self.prefix}.{key}" if key else self.prefix)
+
+    def _get(self, key: str, kind: type | tuple[type, ...], what: str, required: bool) -> Any:
+        self.seen.add(key)
+        if key not in self.data:
+            if required:
+                raise self.err(key, f"missing; expected {what}")
+            return None
+        value = self.data[key]
+        if isinstance(value, bool) and kind is int:
+            raise self.err(key, f"expected {what}, got {value!r}")
+        if not isinstance(value, kind):
+            raise self.err(key, f"expected {what}, got {type(value).__name__} {value!r}")
+        return value
+
+    def str(self, key: str, default: str | None = None, *, required: bool = False,
+            check: Callable[[str], bool] | None = None, what: str = "a string") -> Any:
+        value = self._get(key, str, what, required)
+        if value is None:
+            return default
+        if not value.strip():
+            raise self.err(key, f"expected {what}, got an empty string")
+        if check and not check(value):
+            raise self.err(key, f"expected {what}, got {value!r}")
+        return value
+
+    def int(self, key: str, default: int, *, minimum: int = 0) -> int:
+        value = self._get(key, int, f"an integer >= {minimum}", False)
+        if value is None:
+            return default
+        if value < minimum:
+            raise self.err(key, f"expected an integer >= {minimum}, got {value}")
+        return int(value)
+
+    def bool(self, key: str, default: bool) -> bool:
+        value = self._get(key, bool, "true or false", False)
+        return default if value is None else bool(value)
+
+    def strlist(self, key: str, default: tuple[str, ...] = ()) -> tuple[str, ...]:
+        value = self._get(key, list, "a list of strings", False)
+        if value is None:
+            return default
+        for i, item in enumerate(value):
+            if not isinstance(item, str):
+                raise self.err(f"{key}[{i}]", f"expected a string, got {item!r}")
+        return tuple(value)
+
+    def path(self, key: str, root: Path, *, required: bool = False, must_exist: bool = True,
+             default: Path | None = None) -> Any:
+        value = self.str(key, required=required, what="a path")
+        if value is None:
+            return default
+        p = Path(value).expanduser()
+        p = p if p.is_absolute() else (root / p)
+        p = Path(_normpath(p))
+        if must_exist and not p.exists():
+            raise self.err(key, f"{value!r} does not exist (resolved to {p})")
+        return p
+
+    def finish(self) -> None:
+        unknown = sorted(set(self.data) - self.seen)
+        if unknown:
+            raise self.err(unknown[0], "unknown key"
+                           + (f" (also unknown: {', '.join(unknown[1:])})" if unknown[1:] else ""))
+
+
+def _normpath(p: Path) -> str:
+    import os
+
+    return os.path.normpath(str(p))
+
+
+def _table(file: Path, doc: Mapping[str, Any], name: str, *, required: bool) -> _Table | None:
+    if name not in doc:
+        if required:
+            raise SpecError("missing section", file=str(file), key=name)
+        return None
+    value = doc[name]
+    if not isinstance(value, dict):
+        raise SpecError(f"expected a table, got {type(value).__name__}", file=str(file), key=name)
+    return _Table(file, value, name)
+
+
+def _load_toml(path: Path) -> dict[str, Any]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise SpecError("file not found", file=str(path)) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SpecError(f"cannot be read: {exc}", file=str(path)) from None
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise SpecError(f"malformed TOML: {exc}", file=str(path)) from None
+
+
+# ---------------------------------------------------------------- engine profiles
+
+
+def available_profiles() -> tuple[str, ...]:
+    return tuple(sorted(p.stem for p in ENGINES_DIR.glob("*.toml")))
+
+
+def load_profile(name: str, *, file: Path | None = None) -> EngineProfile:
+    path = ENGINES_DIR / f"{name}.toml"
+    if "/" in name or not path.is_file():
+        raise SpecError(f"unknown engine profile {name!r}; known: {', '.join(available_profiles())}",
+                        file=str(file) if file else None, key="engine.profile")
+    doc = _load_toml(path)
+    t = _Table(path, doc, "profile")
+    telemetry = t._get("telemetry_env", dict, "a table of strings", False) or {}
+    extra = t._get("extra", dict, "a table", False) or {}
+    profile = EngineProfile(
+        name=t.str("name", required=True),
+        package=t.str("package", required=True),
+        api_key_env=t.str("api_key_env"),
+        telemetry_env={str(k): str(v) for k, v in telemetry.items()},
+        server_argv=t.strlist("server_argv"),
+        default_port=t.int("default_port", 8000, minimum=1),
+        native_globs=t.strlist("native_globs"),
+        request_logging_flags=t.strlist("request_logging_flags"),
+        extra=extra,
+    )
+    t.finish()
+    return profile
+
+
+# ---------------------------------------------------------------- the spec
+
+
+def load_spec(path: str | Path) -> Spec:
+    """Load and validate an audit spec; every problem is a SpecError naming file and key."""
+    file = Path(path).resolve()
+    if file.is_dir():
+        file = file / "audit.toml"
+    doc = _load_toml(file)
+    root = file.parent
+    known = {"engine", "upstream", "patches", "bundle", "scan", "deps", "build", "service"}
+    for key in doc:
+        if key not in known:
+            raise SpecError("unknown key", file=str(file), key=key,
+                            hint=f"sections are: {', '.join(sorted(known))}")
+
+    t = _table(file, doc, "engine", required=True)
+    assert t is not None
+    profile = load_profile(t.str("profile", "generic"), file=file)
+    engine = EngineSpec(profile=profile, version=t.str("version", required=True))
+    t.finish()
+
+    t = _table(file, doc, "upstream", required=True)
+    assert t is not None
+    upstream = UpstreamSpec(
+        repo=t.path("repo", root, required=True),
+        ref=t.str("ref", required=True),
+        commit=t.str("commit", check=lambda s: bool(SHA_RE.match(s)),
+                     what="a full 40-hex commit sha"),
+    )
+    t.finish()
+
+    t = _table(file, doc, "patches", required=True)
+    assert t is not None
+    patches_repo = t.path("repo", root, default=upstream.repo)
+    ref = t.str("ref", required=True)
+    commits_file = t.path("commits_file", root)
+    commits_list = t.strlist("commits") if "commits" in t.data else None
+    if commits_file is not None and commits_list is not None:
+        raise t.err("commits", "give either commits or commits_file, not both")
+    if commits_file is None and commits_list is None:
+        raise t.err("commits_file", "missing; give commits_file or commits")
+    if commits_file is not None:
+        commits = _read_series_file(commits_file, t)
+        source = str(commits_file)
+    else:
+        commits = tuple(c.strip() for c in commits_list or ())
+        source = "patches.commits"
+    for i, c in enumerate(commits):
+        if not re.fullmatch(r"[0-9a-fA-F]{4,40}", c):
+            raise t.err(f"commits[{i}]", f"expected a commit sha, got {c!r}")
+    patches = PatchesSpec(repo=patches_repo, ref=ref, commits=commits, commits_source=source,
+                          allow_merges=t.bool("allow_merges", False))
+    t.finish()
+
+    t = _table(file, doc, "bundle", required=True)
+    assert t is not None
+    bundle = BundleSpec(
+        path=t.path("path", root, required=True),
+        strip_components=t.int("strip_components", 0),
+        max_bytes=t.int("max_bytes", 8 * 1024**3, minimum=1),
+        max_files=t.int("max_files", 500_000, minimum=1),
+        max_file_bytes=t.int("max_file_bytes", 2 * 1024**3, minimum=1),
+    )
+    t.finish()
+
+    scan = None
+    t = _table(file, doc, "scan", required=False)
+    if t is not None:
+        scope = t.str("scope", "diff", check=lambda s: s in ("diff", "full"),
+                      what='"diff" or "full"')
+        scan = ScanSpec(
+            scope=Scope(scope),
+            policy=t.path("policy", root, default=POLICIES_DIR / "default.toml"),
+            waivers=t.path("waivers", root),
+            cache=t.path("cache", root, must_exist=False,
+                         default=Path.home() / ".cache" / "auditor"),
+            timeout=t.int("timeout", 600, minimum=1),
+        )
+        t.finish()
+
+    deps = None
+    t = _table(file, doc, "deps", required=False)
+    if t is not None:
+        vulns = t.str("vulns", "none", check=lambda s: s in ("pip-audit", "none")
+                      or s.startswith("osv:"), what='"osv:<dir|zip>", "pip-audit" or "none"')
+        osv_path = None
+        if vulns.startswith("osv:"):
+            raw = vulns[4:]
+            if not raw:
+                raise t.err("vulns", "osv: needs a snapshot folder or zip, e.g. osv:osv-snapshot")
+            p = Path(raw).expanduser()
+            osv_path = Path(_normpath(p if p.is_absolute() else root / p))
+            if not osv_path.exists():
+                raise t.err("vulns", f"OSV snapshot {raw!r} does not exist (resolved to {osv_path})")
+        deps = DepsSpec(vulns=vulns, osv_path=osv_path,
+                        typosquat_distance=t.int("typosquat_distance", 2, minimum=0))
+        t.finish()
+
+    build = None
+    t = _table(file, doc, "build", required=False)
+    if t is not None:
+        build = BuildSpec(recipe=t.path("recipe", root, required=True),
+                          repro=t.bool("repro", True))
+        t.finish()
+
+    service = None
+    t = _table(file, doc, "service", required=False)
+    if t is not None:
+        service = _service(t, profile)
+        t.finish()
+
+    return Spec(path=file, root=root, engine=engine, upstream=upstream, patches=patches,
+                bundle=bundle, scan=scan, deps=deps, build=build, service=service, raw=doc)
+
+
+def _read_series_file(path: Path, t: _Table) -> tuple[str, ...]:
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise t.err("commits_file", f"cannot be read: {exc}") from None
+    out = []
+    for line in lines:
+        line = line.split("#", 1)[0].strip()
+        if line:
+            out.append(line.split()[0])  # "sha subject" lines, as `git log --oneline` prints
+    if not out:
+        raise t.err("commits_file", f"{path} lists no commits")
+    return tuple(out)
+
+
+def _service(t: _Table, profile: EngineProfile) -> ServiceSpec:
+    host = t.str("host", "127.0.0.1")
+    loopback = t.bool("loopback_only", False)
+    gpu = t.str("gpu", "nvidia", check=lambda s: s in ("nvidia", "intel", "none"),
+                what='"nvidia", "intel" or "none"')
+    return ServiceSpec(
+        name=t.str("name", profile.name, check=lambda s: bool(re.fullmatch(r"[A-Za-z0-9_.@-]+", s)),
+                   what="a unit name of letters, digits, _ . @ -"),
+        user=t.str("user", profile.name.replace(".", "-"),
+                   check=lambda s: s != "root" and bool(re.fullmatch(r"[a-z_][a-z0-9_-]*", s)),
+                   what="a non-root user name"),
+        model=t.str("model", required=True),
+        host=host,
+        port=t.int("port", profile.default_port, minimum=1),
+        devices=t.strlist("devices"),
+        extra_args=t.strlist("extra_args"),
+        api_key_file=t.str("api_key_file"),
+        api_key_credential=t.str("api_key_credential"),
+        loopback_only=loopback,
+        client_networks=t.strlist("client_networks"),
+        exec_path=t.str("exec", "/opt/" + profile.name + "/bin/" + profile.name),
+        gpu=gpu,
+    )

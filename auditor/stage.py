@@ -1,0 +1,97 @@
+"""The Stage interface and the per-run Context that stages share.
+
+A stage is a function of the spec and of earlier stages' results to a frozen
+:class:`~auditor.model.StageResult`. Stages publish in-memory values for later stages through
+``Context.artifacts`` (the verify stage publishes the :class:`~auditor.model.Workspace` under
+``"workspace"``), and write files into ``Context.out_dir`` (the audit directory being built).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+from rich.console import Console
+
+from auditor.model import FailOn, Scope, StageResult, Workspace
+from auditor.spec import Spec
+
+
+@dataclass(frozen=True)
+class Options:
+    online: bool = False
+    scope: Scope | None = None  # overrides [scan] scope
+    repro: bool | None = None  # overrides [build] repro
+    reproducible: bool = False  # drop timestamps and serials from written documents
+    fail_on: FailOn = FailOn.REVIEW
+    cache: Path | None = None  # overrides [scan] cache
+    jobs: int = max(1, os.cpu_count() or 1)
+    verbose: bool = False
+
+
+@dataclass
+class Context:
+    spec: Spec
+    options: Options
+    workdir: Path  # private temporary folder for this run, removed at the end
+    out_dir: Path  # the audit directory being written (a temporary folder until the end)
+    console: Console = field(default_factory=lambda: Console(stderr=True, highlight=False))
+    results: dict[str, StageResult] = field(default_factory=dict)
+    artifacts: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def workspace(self) -> Workspace | None:
+        ws = self.artifacts.get("workspace")
+        return ws if isinstance(ws, Workspace) else None
+
+    @property
+    def cache_dir(self) -> Path:
+        if self.options.cache is not None:
+            return self.options.cache
+        env = os.environ.get("AUDITOR_CACHE")
+        if env:
+            return Path(env)
+        if self.spec.scan is not None:
+            return self.spec.scan.cache
+        return Path.home() / ".cache" / "auditor"
+
+    def progress(self, message: str) -> None:
+        """One progress line on stderr (never stdout: stdout is for requested output)."""
+        self.console.print(f"[dim]·[/dim] {escape_markup(message)}")
+
+    @contextlib.contextmanager
+    def status(self, message: str) -> Iterator[None]:
+        """A spinner for a long step; plain line when stderr is not a terminal."""
+        if self.console.is_terminal:
+            with self.console.status(escape_markup(message)):
+                yield
+        else:
+            self.progress(message)
+            yield
+
+
+def escape_markup(text: str) -> str:
+    from rich.markup import escape
+
+    return escape(text)
+
+
+class Stage(ABC):
+    """One step of the pipeline."""
+
+    name: ClassVar[str]
+    #: stages that must have run first (their results or artifacts are read)
+    needs: ClassVar[tuple[str, ...]] = ()
+
+    def requested(self, spec: Spec) -> bool:
+        """Whether the spec asks for this stage (a stage it leaves out is not-requested)."""
+        return True
+
+    @abstractmethod
+    def run(self, ctx: Context) -> StageResult:
+        """Run the stage. Raise ToolError when a tool is missing/crashed (stage -> incomplete)."""
