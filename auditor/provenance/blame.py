@@ -1,0 +1,72 @@
+"""Which series commit introduced each line of a bundle file (diff scope and attribution).
+
+``git blame`` over the range ``upstream..head`` gives, for every line of the head's version of a
+file, the last series commit that changed it, or the upstream boundary. When the bundle's copy
+differs from the head's, its lines are mapped onto the head's with a sequence match; lines that the
+series does not explain are marked :data:`UNEXPLAINED`.
+"""
+
+from __future__ import annotations
+
+import difflib
+from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Iterable
+
+from auditor.gitio import Git
+from auditor.model import Workspace
+
+#: a line that is in upstream already (not the series' doing)
+UPSTREAM: None = None
+#: a line of the bundle that neither upstream nor any series commit has
+UNEXPLAINED = "unexplained"
+
+
+def _blame(git: Git, rng: str, path: str) -> tuple[list[str | None], list[str]] | None:
+    """(origin per head line, head lines) or None when the head has no such file."""
+    res = git.run("blame", "--porcelain", rng, "--", path, check=False, text=False)
+    if res.returncode != 0:
+        return None
+    origins: list[str | None] = []
+    lines: list[str] = []
+    boundary: set[str] = set()
+    current = ""
+    raw = res.stdout if isinstance(res.stdout, bytes) else res.stdout.encode()
+    for row in raw.split(b"\n"):
+        if row.startswith(b"\t"):
+            lines.append(row[1:].decode("utf-8", "replace").rstrip("\r"))
+            origins.append(None if current in boundary else current)
+        elif row == b"boundary":
+            boundary.add(current)
+        else:
+            head = row.split(b" ", 1)[0]
+            if len(head) == 40 and all(c in b"0123456789abcdef" for c in head):
+                current = head.decode()
+    return origins, lines
+
+
+def line_origins(ws: Workspace, path: str, bundle_text: str | None = None) -> list[str | None]:
+    """For each line (0-based) of the bundle's ``path``: the introducing series commit's sha,
+    :data:`UPSTREAM` (None) for inherited lines, or :data:`UNEXPLAINED`."""
+    if bundle_text is None:
+        bundle_text = (ws.bundle_root / path).read_text(encoding="utf-8", errors="replace")
+    bundle_lines = bundle_text.splitlines()
+    git = Git(ws.patches_repo)
+    blamed = _blame(git, f"{ws.upstream_commit}..{ws.head_commit}", path)
+    if blamed is None:
+        return [UNEXPLAINED] * len(bundle_lines)
+    origins, head_lines = blamed
+    if head_lines == bundle_lines:
+        return origins
+    out: list[str | None] = [UNEXPLAINED] * len(bundle_lines)
+    matcher = difflib.SequenceMatcher(a=head_lines, b=bundle_lines, autojunk=False)
+    for a, b, size in matcher.get_matching_blocks():
+        for k in range(size):
+            out[b + k] = origins[a + k]
+    return out
+
+
+def origins_for(ws: Workspace, paths: Iterable[str], jobs: int = 4) -> dict[str, list[str | None]]:
+    """:func:`line_origins` for many paths, spread over threads (git does the work)."""
+    paths = list(paths)
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        return dict(zip(paths, pool.map(lambda p: line_origins(ws, p), paths), strict=True))
