@@ -43,7 +43,8 @@ def closure(wanted: Iterable[str]) -> list[str]:
     while changed:
         changed = False
         for name in list(todo):
-            for dep in load_stage(name).needs:
+            stage = load_stage(name)
+            for dep in (*stage.needs, *stage.wants):
                 if dep not in todo:
                     todo.add(dep)
                     changed = True

@@ -87,6 +87,8 @@ class Stage(ABC):
     name: ClassVar[str]
     #: stages that must have run first (their results or artifacts are read)
     needs: ClassVar[tuple[str, ...]] = ()
+    #: stages whose results it uses when the spec requests them (run first, not required)
+    wants: ClassVar[tuple[str, ...]] = ()
 
     def requested(self, spec: Spec) -> bool:
         """Whether the spec asks for this stage (a stage it leaves out is not-requested)."""

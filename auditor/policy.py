@@ -1,0 +1,198 @@
+"""The policy (category and path -> action) and the waivers, both TOML files.
+
+``policies/default.toml``::
+
+    [actions]                 # every category of model.Category may appear
+    network = "block"
+    [[override]]              # first match wins; paths are fnmatch globs on the bundle path
+    category = "process-exec"
+    paths = ["scripts/**", "tools/**"]
+    action = "review"
+
+``waivers.toml``::
+
+    [[waiver]]
+    rule = "network.python.requests"
+    path = "engine/metrics.py"
+    fingerprint = "…"          # from the finding; "*" only together with a path
+    reason = "posts to our own Prometheus push gateway"
+    owner = "alice@example.org"
+    expires = 2027-03-31
+
+A waived finding stays visible with ``waived = true``; an expired waiver does not apply and is itself
+a blocking finding of category ``policy``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import fnmatch
+import tomllib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from auditor.errors import SpecError
+from auditor.model import Action, Category, Finding, Severity, fingerprint_of
+
+
+@dataclass(frozen=True)
+class Override:
+    category: Category | None
+    paths: tuple[str, ...]
+    rule: str | None
+    action: Action
+
+
+@dataclass(frozen=True)
+class Policy:
+    path: Path
+    actions: Mapping[Category, Action]
+    overrides: tuple[Override, ...]
+    allow_merges: bool = False
+
+    def action_for(self, category: Category, path: str, rule: str | None = None) -> Action:
+        for o in self.overrides:
+            if o.category is not None and o.category is not category:
+                continue
+            if o.rule is not None and o.rule != rule:
+                continue
+            if o.paths and not any(fnmatch.fnmatch(path, g) for g in o.paths):
+                continue
+            return o.action
+        return self.actions.get(category, Action.REVIEW)  # unknown -> a human looks
+
+    def apply(self, findings: Iterable[Finding]) -> list[Finding]:
+        return [f.with_action(self.action_for(f.category, f.path, f.rule)) for f in findings]
+
+
+def _load(path: Path) -> dict[str, Any]:
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise SpecError("file not found", file=str(path)) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SpecError(f"cannot be read: {exc}", file=str(path)) from None
+    except tomllib.TOMLDecodeError as exc:
+        raise SpecError(f"malformed TOML: {exc}", file=str(path)) from None
+
+
+def _enum(enum: Any, value: Any, file: Path, key: str) -> Any:
+    try:
+        return enum(value)
+    except ValueError:
+        allowed = ", ".join(m.value for m in enum)
+        raise SpecError(f"expected one of {allowed}, got {value!r}", file=str(file),
+                        key=key) from None
+
+
+def load_policy(path: Path) -> Policy:
+    doc = _load(path)
+    for key in doc:
+        if key not in ("actions", "override", "allow_merges"):
+            raise SpecError("unknown key", file=str(path), key=key)
+    actions_raw = doc.get("actions", {})
+    if not isinstance(actions_raw, dict):
+        raise SpecError("expected a table", file=str(path), key="actions")
+    actions = {_enum(Category, k, path, f"actions.{k}"): _enum(Action, v, path, f"actions.{k}")
+               for k, v in actions_raw.items()}
+    overrides = []
+    for i, o in enumerate(doc.get("override", [])):
+        where = f"override[{i}]"
+        if not isinstance(o, dict):
+            raise SpecError("expected a table", file=str(path), key=where)
+        unknown = set(o) - {"category", "paths", "rule", "action"}
+        if unknown:
+            raise SpecError("unknown key", file=str(path), key=f"{where}.{sorted(unknown)[0]}")
+        if "action" not in o:
+            raise SpecError("missing; expected block, review or info", file=str(path),
+                            key=f"{where}.action")
+        paths = o.get("paths", [])
+        if not isinstance(paths, list) or not all(isinstance(p, str) for p in paths):
+            raise SpecError("expected a list of globs", file=str(path), key=f"{where}.paths")
+        overrides.append(Override(
+            category=_enum(Category, o["category"], path, f"{where}.category")
+            if "category" in o else None,
+            paths=tuple(paths),
+            rule=str(o["rule"]) if "rule" in o else None,
+            action=_enum(Action, o["action"], path, f"{where}.action"),
+        ))
+    allow = doc.get("allow_merges", False)
+    if not isinstance(allow, bool):
+        raise SpecError("expected true or false", file=str(path), key="allow_merges")
+    return Policy(path=path, actions=actions, overrides=tuple(overrides), allow_merges=allow)
+
+
+@dataclass(frozen=True)
+class Waiver:
+    rule: str
+    path: str
+    fingerprint: str
+    reason: str
+    owner: str
+    expires: dt.date
+
+    def matches(self, f: Finding) -> bool:
+        return (self.rule == f.rule and fnmatch.fnmatch(f.path, self.path)
+                and (self.fingerprint == "*" or self.fingerprint == f.fingerprint))
+
+
+def load_waivers(path: Path | None) -> tuple[Waiver, ...]:
+    if path is None:
+        return ()
+    doc = _load(path)
+    for key in doc:
+        if key != "waiver":
+            raise SpecError("unknown key", file=str(path), key=key)
+    out = []
+    for i, w in enumerate(doc.get("waiver", [])):
+        where = f"waiver[{i}]"
+        if not isinstance(w, dict):
+            raise SpecError("expected a table", file=str(path), key=where)
+        unknown = set(w) - {"rule", "path", "fingerprint", "reason", "owner", "expires"}
+        if unknown:
+            raise SpecError("unknown key", file=str(path), key=f"{where}.{sorted(unknown)[0]}")
+        for key in ("rule", "path", "fingerprint", "reason", "owner"):
+            if not isinstance(w.get(key), str) or not w[key].strip():
+                raise SpecError("missing or empty; expected a string", file=str(path),
+                                key=f"{where}.{key}")
+        if w["fingerprint"] == "*" and w["path"] in ("*", "**"):
+            raise SpecError('a "*" fingerprint needs a specific path', file=str(path),
+                            key=f"{where}.fingerprint")
+        expires = w.get("expires")
+        if not isinstance(expires, dt.date) or isinstance(expires, dt.datetime):
+            raise SpecError("expected a date (YYYY-MM-DD, unquoted)", file=str(path),
+                            key=f"{where}.expires")
+        out.append(Waiver(rule=w["rule"], path=w["path"], fingerprint=w["fingerprint"],
+                          reason=w["reason"], owner=w["owner"], expires=expires))
+    return tuple(out)
+
+
+def apply_waivers(findings: Iterable[Finding], waivers: Iterable[Waiver],
+                  today: dt.date | None = None) -> list[Finding]:
+    """Mark waived findings; add one blocking ``policy`` finding per expired waiver that matched."""
+    today = today or dt.date.today()
+    waivers = tuple(waivers)
+    out: list[Finding] = []
+    expired_hits: dict[Waiver, None] = {}
+    for f in findings:
+        live = next((w for w in waivers if w.matches(f) and w.expires >= today), None)
+        if live is not None:
+            out.append(replace(f, waived=True, waiver=f"{live.reason} ({live.owner}, "
+                                                      f"until {live.expires.isoformat()})"))
+            continue
+        for w in waivers:
+            if w.matches(f) and w.expires < today:
+                expired_hits[w] = None
+        out.append(f)
+    for w in expired_hits:
+        out.append(Finding(
+            rule="policy.waiver-expired", category=Category.POLICY, severity=Severity.HIGH,
+            action=Action.BLOCK, path=w.path, line=0, commit=None,
+            message=f"waiver for {w.rule} expired on {w.expires.isoformat()} "
+                    f"(owner {w.owner}): re-review and renew or remove it",
+            scanner="policy", fingerprint=fingerprint_of("policy.waiver-expired", w.path,
+                                                         w.rule + w.fingerprint),
+        ))
+    return out
