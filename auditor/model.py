@@ -9,14 +9,14 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
 AUDIT_SCHEMA = "auditor/audit/v1"
 
 
-class Category(str, Enum):
+class Category(StrEnum):
     NETWORK = "network"
     SECRET_ACCESS = "secret-access"
     PROMPT_LOGGING = "prompt-logging"
@@ -35,7 +35,7 @@ class Category(str, Enum):
     PROVENANCE = "provenance"
 
 
-class Severity(str, Enum):
+class Severity(StrEnum):
     CRITICAL = "critical"
     HIGH = "high"
     MEDIUM = "medium"
@@ -43,32 +43,32 @@ class Severity(str, Enum):
     INFO = "info"
 
 
-class Action(str, Enum):
+class Action(StrEnum):
     BLOCK = "block"
     REVIEW = "review"
     INFO = "info"
 
 
-class Verdict(str, Enum):
+class Verdict(StrEnum):
     PASS = "PASS"
     REVIEW = "REVIEW"
     FAIL = "FAIL"
     INCOMPLETE = "INCOMPLETE"
 
 
-class StageStatus(str, Enum):
+class StageStatus(StrEnum):
     OK = "ok"
     FAILED = "failed"
     INCOMPLETE = "incomplete"
     NOT_REQUESTED = "not-requested"
 
 
-class Scope(str, Enum):
+class Scope(StrEnum):
     DIFF = "diff"
     FULL = "full"
 
 
-class FailOn(str, Enum):
+class FailOn(StrEnum):
     """Which verdicts make the exit code non-zero for policy reasons."""
 
     REVIEW = "review"
