@@ -154,7 +154,7 @@ class _Table:
             raise self.err(key, f"expected {what}, got {type(value).__name__} {value!r}")
         return value
 
-    def str(self, key: str, default: str | None = None, *, required: bool = False,
+    def text(self, key: str, default: str | None = None, *, required: bool = False,
             check: Callable[[str], bool] | None = None, what: str = "a string") -> Any:
         value = self._get(key, str, what, required)
         if value is None:
@@ -165,7 +165,7 @@ class _Table:
             raise self.err(key, f"expected {what}, got {value!r}")
         return value
 
-    def int(self, key: str, default: int, *, minimum: int = 0) -> int:
+    def integer(self, key: str, default: int, *, minimum: int = 0) -> int:
         value = self._get(key, int, f"an integer >= {minimum}", False)
         if value is None:
             return default
@@ -173,7 +173,7 @@ class _Table:
             raise self.err(key, f"expected an integer >= {minimum}, got {value}")
         return int(value)
 
-    def bool(self, key: str, default: bool) -> bool:
+    def flag(self, key: str, default: bool) -> bool:
         value = self._get(key, bool, "true or false", False)
         return default if value is None else bool(value)
 
@@ -188,7 +188,7 @@ class _Table:
 
     def path(self, key: str, root: Path, *, required: bool = False, must_exist: bool = True,
              default: Path | None = None) -> Any:
-        value = self.str(key, required=required, what="a path")
+        value = self.text(key, required=required, what="a path")
         if value is None:
             return default
         p = Path(value).expanduser()
@@ -252,12 +252,12 @@ def load_profile(name: str, *, file: Path | None = None) -> EngineProfile:
     telemetry = t._get("telemetry_env", dict, "a table of strings", False) or {}
     extra = t._get("extra", dict, "a table", False) or {}
     profile = EngineProfile(
-        name=t.str("name", required=True),
-        package=t.str("package", required=True),
-        api_key_env=t.str("api_key_env"),
+        name=t.text("name", required=True),
+        package=t.text("package", required=True),
+        api_key_env=t.text("api_key_env"),
         telemetry_env={str(k): str(v) for k, v in telemetry.items()},
         server_argv=t.strlist("server_argv"),
-        default_port=t.int("default_port", 8000, minimum=1),
+        default_port=t.integer("default_port", 8000, minimum=1),
         native_globs=t.strlist("native_globs"),
         request_logging_flags=t.strlist("request_logging_flags"),
         extra=extra,
@@ -284,16 +284,16 @@ def load_spec(path: str | Path) -> Spec:
 
     t = _table(file, doc, "engine", required=True)
     assert t is not None
-    profile = load_profile(t.str("profile", "generic"), file=file)
-    engine = EngineSpec(profile=profile, version=t.str("version", required=True))
+    profile = load_profile(t.text("profile", "generic"), file=file)
+    engine = EngineSpec(profile=profile, version=t.text("version", required=True))
     t.finish()
 
     t = _table(file, doc, "upstream", required=True)
     assert t is not None
     upstream = UpstreamSpec(
         repo=t.path("repo", root, required=True),
-        ref=t.str("ref", required=True),
-        commit=t.str("commit", check=lambda s: bool(SHA_RE.match(s)),
+        ref=t.text("ref", required=True),
+        commit=t.text("commit", check=lambda s: bool(SHA_RE.match(s)),
                      what="a full 40-hex commit sha"),
     )
     t.finish()
@@ -301,7 +301,7 @@ def load_spec(path: str | Path) -> Spec:
     t = _table(file, doc, "patches", required=True)
     assert t is not None
     patches_repo = t.path("repo", root, default=upstream.repo)
-    ref = t.str("ref", required=True)
+    ref = t.text("ref", required=True)
     commits_file = t.path("commits_file", root)
     commits_list = t.strlist("commits") if "commits" in t.data else None
     if commits_file is not None and commits_list is not None:
@@ -318,24 +318,24 @@ def load_spec(path: str | Path) -> Spec:
         if not re.fullmatch(r"[0-9a-fA-F]{4,40}", c):
             raise t.err(f"commits[{i}]", f"expected a commit sha, got {c!r}")
     patches = PatchesSpec(repo=patches_repo, ref=ref, commits=commits, commits_source=source,
-                          allow_merges=t.bool("allow_merges", False))
+                          allow_merges=t.flag("allow_merges", False))
     t.finish()
 
     t = _table(file, doc, "bundle", required=True)
     assert t is not None
     bundle = BundleSpec(
         path=t.path("path", root, required=True),
-        strip_components=t.int("strip_components", 0),
-        max_bytes=t.int("max_bytes", 8 * 1024**3, minimum=1),
-        max_files=t.int("max_files", 500_000, minimum=1),
-        max_file_bytes=t.int("max_file_bytes", 2 * 1024**3, minimum=1),
+        strip_components=t.integer("strip_components", 0),
+        max_bytes=t.integer("max_bytes", 8 * 1024**3, minimum=1),
+        max_files=t.integer("max_files", 500_000, minimum=1),
+        max_file_bytes=t.integer("max_file_bytes", 2 * 1024**3, minimum=1),
     )
     t.finish()
 
     scan = None
     t = _table(file, doc, "scan", required=False)
     if t is not None:
-        scope = t.str("scope", "diff", check=lambda s: s in ("diff", "full"),
+        scope = t.text("scope", "diff", check=lambda s: s in ("diff", "full"),
                       what='"diff" or "full"')
         scan = ScanSpec(
             scope=Scope(scope),
@@ -343,14 +343,14 @@ def load_spec(path: str | Path) -> Spec:
             waivers=t.path("waivers", root),
             cache=t.path("cache", root, must_exist=False,
                          default=Path.home() / ".cache" / "auditor"),
-            timeout=t.int("timeout", 600, minimum=1),
+            timeout=t.integer("timeout", 600, minimum=1),
         )
         t.finish()
 
     deps = None
     t = _table(file, doc, "deps", required=False)
     if t is not None:
-        vulns = t.str("vulns", "none", check=lambda s: s in ("pip-audit", "none")
+        vulns = t.text("vulns", "none", check=lambda s: s in ("pip-audit", "none")
                       or s.startswith("osv:"), what='"osv:<dir|zip>", "pip-audit" or "none"')
         osv_path = None
         if vulns.startswith("osv:"):
@@ -362,14 +362,14 @@ def load_spec(path: str | Path) -> Spec:
             if not osv_path.exists():
                 raise t.err("vulns", f"OSV snapshot {raw!r} does not exist (resolved to {osv_path})")
         deps = DepsSpec(vulns=vulns, osv_path=osv_path,
-                        typosquat_distance=t.int("typosquat_distance", 2, minimum=0))
+                        typosquat_distance=t.integer("typosquat_distance", 2, minimum=0))
         t.finish()
 
     build = None
     t = _table(file, doc, "build", required=False)
     if t is not None:
         build = BuildSpec(recipe=t.path("recipe", root, required=True),
-                          repro=t.bool("repro", True))
+                          repro=t.flag("repro", True))
         t.finish()
 
     service = None
@@ -398,25 +398,25 @@ def _read_series_file(path: Path, t: _Table) -> tuple[str, ...]:
 
 
 def _service(t: _Table, profile: EngineProfile) -> ServiceSpec:
-    host = t.str("host", "127.0.0.1")
-    loopback = t.bool("loopback_only", False)
-    gpu = t.str("gpu", "nvidia", check=lambda s: s in ("nvidia", "intel", "none"),
+    host = t.text("host", "127.0.0.1")
+    loopback = t.flag("loopback_only", False)
+    gpu = t.text("gpu", "nvidia", check=lambda s: s in ("nvidia", "intel", "none"),
                 what='"nvidia", "intel" or "none"')
     return ServiceSpec(
-        name=t.str("name", profile.name, check=lambda s: bool(re.fullmatch(r"[A-Za-z0-9_.@-]+", s)),
+        name=t.text("name", profile.name, check=lambda s: bool(re.fullmatch(r"[A-Za-z0-9_.@-]+", s)),
                    what="a unit name of letters, digits, _ . @ -"),
-        user=t.str("user", profile.name.replace(".", "-"),
+        user=t.text("user", profile.name.replace(".", "-"),
                    check=lambda s: s != "root" and bool(re.fullmatch(r"[a-z_][a-z0-9_-]*", s)),
                    what="a non-root user name"),
-        model=t.str("model", required=True),
+        model=t.text("model", required=True),
         host=host,
-        port=t.int("port", profile.default_port, minimum=1),
+        port=t.integer("port", profile.default_port, minimum=1),
         devices=t.strlist("devices"),
         extra_args=t.strlist("extra_args"),
-        api_key_file=t.str("api_key_file"),
-        api_key_credential=t.str("api_key_credential"),
+        api_key_file=t.text("api_key_file"),
+        api_key_credential=t.text("api_key_credential"),
         loopback_only=loopback,
         client_networks=t.strlist("client_networks"),
-        exec_path=t.str("exec", "/opt/" + profile.name + "/bin/" + profile.name),
+        exec_path=t.text("exec", "/opt/" + profile.name + "/bin/" + profile.name),
         gpu=gpu,
     )
