@@ -9,8 +9,8 @@ series does not explain are marked :data:`UNEXPLAINED`.
 from __future__ import annotations
 
 import difflib
-from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
 
 from auditor.gitio import Git
 from auditor.model import Workspace

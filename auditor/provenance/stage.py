@@ -1,10 +1,50 @@
-"""The verify stage (not built yet: it says so and reports incomplete)."""
+"""The verify stage: is the bundle exactly upstream + the listed commits, by git tree hash?
+
+Steps: resolve upstream (and its pin) and the series head; check the listed series against the
+branch; replay it onto upstream; unpack and hash the bundle; compare; look for anomalies. The
+proof holds when every step agrees. Whenever git worked and the bundle unpacked, the verified
+:class:`~auditor.model.Workspace` is published for the later stages, even when the proof fails.
+"""
 
 from __future__ import annotations
 
-from auditor.errors import NotBuiltError
-from auditor.model import StageResult
+from typing import Any
+
+from auditor.model import (
+    Category,
+    Finding,
+    StageResult,
+    StageStatus,
+    Workspace,
+    fingerprint_of,
+)
+from auditor.policy import Policy, load_policy
+from auditor.provenance.anomalies import Anomaly, AnomalyKind, find_anomalies
+from auditor.provenance.compare import compare, display, tree_entries
+from auditor.provenance.gitview import open_repos
+from auditor.provenance.replay import replay
+from auditor.provenance.series import check_series
+from auditor.provenance.treehash import hash_folder, manifest_digest
+from auditor.provenance.unpack import Unpacked, unpack_bundle
+from auditor.spec import POLICIES_DIR, Spec
 from auditor.stage import Context, Stage
+
+DIFFERENCES_MAX = 500  # listed in the JSON; the total is always given
+
+
+def policy_for(spec: Spec) -> Policy:
+    return load_policy(spec.scan.policy if spec.scan is not None else POLICIES_DIR / "default.toml")
+
+
+def finding_of(a: Anomaly, policy: Policy) -> Finding:
+    category = Category.BINARY_ARTIFACT if a.kind is AnomalyKind.BINARY_ADDED \
+        else Category.PROVENANCE
+    rule = f"provenance.{a.kind.value}"
+    path = display(a.path)
+    return Finding(rule=rule, category=category, severity=a.severity,
+                   action=policy.action_for(category, path, rule), path=path, line=0,
+                   commit=a.commit, message=a.message, scanner="verify",
+                   fingerprint=fingerprint_of(rule, path, a.evidence))
 
 
 class VerifyStage(Stage):
@@ -12,4 +52,112 @@ class VerifyStage(Stage):
     needs = ()
 
     def run(self, ctx: Context) -> StageResult:
-        raise NotBuiltError("auditor verify is not built yet")
+        spec = ctx.spec
+        policy = policy_for(spec)
+        allow_merges = spec.patches.allow_merges or policy.allow_merges
+        upstream_git, git = open_repos(spec.upstream.repo, spec.patches.repo)
+        reasons: list[str] = []
+
+        ref_commit = upstream_git.rev_parse(spec.upstream.ref)
+        base = ref_commit
+        if ref_commit is None:
+            reasons.append(f"upstream ref {spec.upstream.ref} does not resolve in "
+                           f"{spec.upstream.repo}")
+        pinned = spec.upstream.commit
+        if pinned is not None:
+            if upstream_git.rev_parse(pinned) != pinned:
+                reasons.append(f"pinned upstream commit {pinned} does not exist in "
+                               f"{spec.upstream.repo}")
+            else:
+                base = pinned
+                if ref_commit is not None and ref_commit != pinned:
+                    reasons.append(f"upstream ref {spec.upstream.ref} resolves to "
+                                   f"{ref_commit[:12]}, not the pinned commit {pinned[:12]}: "
+                                   f"the tag was moved or re-created")
+        head = git.rev_parse(spec.patches.ref)
+        if head is None:
+            reasons.append(f"patches ref {spec.patches.ref} does not resolve in "
+                           f"{spec.patches.repo}")
+
+        with ctx.status(f"unpacking bundle {spec.bundle.path}"):
+            unpacked = unpack_bundle(spec.bundle, ctx.workdir)
+        with ctx.status(f"hashing {unpacked.files} bundle files"):
+            hashed = hash_folder(unpacked.root, jobs=ctx.options.jobs * 2)
+        details: dict[str, Any] = {
+            "ok": False,
+            "upstream": {"ref": spec.upstream.ref, "commit": base, "ref_commit": ref_commit,
+                         "pinned": pinned, "tree": git.tree_of(base) if base else None},
+            "head": {"ref": spec.patches.ref, "commit": head,
+                     "tree": git.tree_of(head) if head else None},
+            "expected_tree": None,
+            "bundle_tree": hashed.tree,
+            "bundle": _bundle_json(spec, unpacked),
+            "manifest_digest": manifest_digest(hashed.manifest),
+            "file_count": len(hashed.manifest),
+        }
+        if base is None or head is None:
+            return StageResult(self.name, StageStatus.FAILED, details=details,
+                               reasons=tuple(reasons))
+
+        upstream_tree = details["upstream"]["tree"]
+        head_tree = details["head"]["tree"]
+        with ctx.status("checking the series"):
+            series = check_series(git, base, head, spec.patches.commits)
+        reasons += series.reasons(allow_merges)
+        with ctx.status(f"replaying {len(series.commits)} commits onto {base[:12]}"):
+            rp = replay(git, base, series.commits, ctx.workdir / "verify")
+        if rp.tree is None:
+            failed = next(c for c in series.commits if c.sha == rp.failed_commit)
+            reasons.append(f"the series does not apply: commit {failed.sha[:12]} "
+                           f"({display(failed.subject)[:60]}) conflicts after "
+                           f"{len(rp.applied)} applied: {rp.error}")
+        elif rp.tree != head_tree and not series.reasons(allow_merges=True):
+            reasons.append(f"the replayed series gives tree {rp.tree[:12]}, but "
+                           f"{spec.patches.ref} has tree {head_tree[:12]}")
+        against = rp.tree or head_tree
+        differences = compare(git, against, hashed.manifest, unpacked.root,
+                              ctx.workdir / "verify")
+        unexplained = [d for d in differences if d.explained is None]
+        if unexplained:
+            what = "the replayed series" if rp.tree else f"{spec.patches.ref} (series did not apply)"
+            reasons.append(f"bundle tree {hashed.tree[:12]} differs from {what} "
+                           f"({len(unexplained)} path{'s' if len(unexplained) != 1 else ''})")
+
+        series_entries = tree_entries(git, against)
+        anomalies = find_anomalies(
+            git=git, upstream_commit=base, head_commit=head,
+            upstream=tree_entries(git, upstream_tree), series=series_entries,
+            manifest=hashed.manifest, bundle_root=unpacked.root,
+            git_entries=unpacked.git_entries, differences=differences)
+        findings = tuple(finding_of(a, policy) for a in anomalies if a.is_finding)
+
+        ok = not reasons
+        details.update({
+            "ok": ok,
+            "expected_tree": rp.tree,
+            "series": series.to_json(),
+            "replay": {"applied": len(rp.applied), "failed_commit": rp.failed_commit,
+                       "error": rp.error or None},
+            "compared_with": "replayed series" if rp.tree else "head",
+            "bundle_matches_head": hashed.tree == head_tree,
+            "differences": [d.to_json() for d in differences[:DIFFERENCES_MAX]],
+            "differences_total": len(differences),
+            "anomalies": [a.to_json() for a in anomalies],
+            "commits": [c.to_json() for c in series.commits],
+        })
+        ctx.artifacts["workspace"] = Workspace(
+            upstream_repo=spec.upstream.repo, patches_repo=spec.patches.repo,
+            upstream_commit=base, upstream_tree=upstream_tree, head_commit=head,
+            head_tree=head_tree, expected_tree=rp.tree, commits=series.commits,
+            bundle_root=unpacked.root, bundle_tree=hashed.tree, manifest=hashed.manifest,
+            proof_ok=ok)
+        return StageResult(self.name, StageStatus.OK if ok else StageStatus.FAILED,
+                           details=details, findings=findings, reasons=tuple(reasons))
+
+
+def _bundle_json(spec: Spec, u: Unpacked) -> dict[str, Any]:
+    return {"path": str(spec.bundle.path), "kind": u.kind.value, "compression": u.compression,
+            "strip_components": spec.bundle.strip_components, "bytes": u.bytes,
+            "archive_commit": u.archive_commit,
+            "git_dirs": [display(p) for p in u.git_entries]}
+

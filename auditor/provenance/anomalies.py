@@ -1,0 +1,290 @@
+"""What deserves a reviewer's eye even when the hashes match.
+
+Looked at only where the bundle differs from upstream (the series' doing, or the bundle's):
+binaries by content (ELF, PE, Mach-O, zip/wheel, pickle, PyTorch, safetensors, GGUF, NumPy, or any
+other non-text data), newly executable files, symlinks, submodule (gitlink) changes, Git LFS
+pointers, ``.gitattributes`` filters and archive attributes; plus a ``.git`` inside the bundle and
+the differences that ``git archive`` explained. Each anomaly names the series commit that
+introduced the path, or None when only the bundle has that content.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import struct
+import zipfile
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+from auditor.model import BundleFile, Severity
+from auditor.provenance.compare import Difference, TreeEntry, display
+from auditor.provenance.gitview import ProofGit
+from auditor.provenance.treehash import MODE_EXEC, MODE_GITLINK, MODE_SYMLINK
+
+_SNIFF_BYTES = 64 * 1024
+
+
+class AnomalyKind(StrEnum):
+    BINARY_ADDED = "binary-added"
+    OPAQUE_ADDED = "opaque-file-added"
+    EXECUTABLE = "executable-bit"
+    SYMLINK = "symlink"
+    GITLINK = "gitlink"
+    ATTRIBUTES = "gitattributes"
+    LFS_POINTER = "lfs-pointer"
+    GIT_DIR = "git-dir-in-bundle"
+    ARCHIVE_EFFECT = "archive-effect"
+
+
+SEVERITY: Mapping[AnomalyKind, Severity] = {
+    AnomalyKind.BINARY_ADDED: Severity.HIGH,
+    AnomalyKind.OPAQUE_ADDED: Severity.MEDIUM,
+    AnomalyKind.EXECUTABLE: Severity.LOW,
+    AnomalyKind.SYMLINK: Severity.LOW,
+    AnomalyKind.GITLINK: Severity.MEDIUM,
+    AnomalyKind.ATTRIBUTES: Severity.MEDIUM,
+    AnomalyKind.LFS_POINTER: Severity.MEDIUM,
+    AnomalyKind.GIT_DIR: Severity.MEDIUM,
+    AnomalyKind.ARCHIVE_EFFECT: Severity.LOW,
+}
+
+
+@dataclass(frozen=True)
+class Anomaly:
+    kind: AnomalyKind
+    path: str
+    message: str
+    commit: str | None
+    content: str | None = None  # what the content sniffer saw (elf, wheel, pickle, ...)
+    evidence: str = ""  # a stable token for the fingerprint (blob sha, link target, line)
+
+    @property
+    def is_finding(self) -> bool:
+        """Archive effects are explained differences, shown but not findings."""
+        return self.kind is not AnomalyKind.ARCHIVE_EFFECT
+
+    @property
+    def severity(self) -> Severity:
+        return SEVERITY[self.kind]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind.value, "path": display(self.path), "message": self.message,
+                "commit": self.commit, "content": self.content,
+                "severity": self.severity.value}
+
+
+# ---------------------------------------------------------------- content
+
+
+_EXECUTABLE_KINDS = {
+    "elf": "an ELF executable or shared library",
+    "pe": "a Windows PE executable",
+    "mach-o": "a Mach-O binary or Java class file",
+    "wheel": "a Python wheel",
+    "zip": "a zip archive",
+    "pickle": "a Python pickle (runs code when loaded)",
+    "pytorch": "a PyTorch checkpoint (pickle inside a zip)",
+    "safetensors": "safetensors model weights",
+    "gguf": "GGUF model weights",
+    "numpy": "a NumPy array file",
+    "gzip": "a gzip stream",
+    "xz": "an xz stream",
+    "bzip2": "a bzip2 stream",
+    "7z": "a 7z archive",
+}
+
+
+def sniff(path: Path) -> str | None:
+    """What kind of binary a file is by its content, "binary" for other non-text, None for text."""
+    with open(path, "rb") as fh:
+        head = fh.read(_SNIFF_BYTES)
+        size = os.fstat(fh.fileno()).st_size
+        last = b""
+        if size:
+            fh.seek(size - 1)
+            last = fh.read(1)
+    if not head:
+        return None
+    if head.startswith(b"\x7fELF"):
+        return "elf"
+    if head.startswith(b"MZ") and b"PE\0\0" in head[:1024]:
+        return "pe"
+    if head[:4] in (b"\xfe\xed\xfa\xce", b"\xfe\xed\xfa\xcf", b"\xce\xfa\xed\xfe",
+                    b"\xcf\xfa\xed\xfe", b"\xca\xfe\xba\xbe"):
+        return "mach-o"
+    if head.startswith(b"PK\x03\x04") or head.startswith(b"PK\x05\x06"):
+        return _zip_kind(path)
+    if head.startswith(b"GGUF"):
+        return "gguf"
+    if head.startswith(b"\x93NUMPY"):
+        return "numpy"
+    if len(head) >= 2 and head[0] == 0x80 and 2 <= head[1] <= 5 and last == b".":
+        return "pickle"
+    if len(head) >= 10:
+        (n,) = struct.unpack("<Q", head[:8])
+        if 2 <= n <= size - 8 and head[8:9] == b"{" and head[8:10] in (b"{\"", b"{}"):
+            return "safetensors"
+    if head.startswith(b"\x1f\x8b"):
+        return "gzip"
+    if head.startswith(b"\xfd7zXZ\x00"):
+        return "xz"
+    if head.startswith(b"BZh") and len(head) > 3 and head[3:4].isdigit():
+        return "bzip2"
+    if head.startswith(b"7z\xbc\xaf\x27\x1c"):
+        return "7z"
+    if b"\0" in head[:8000]:
+        return "binary"
+    return None
+
+
+def _zip_kind(path: Path) -> str:
+    try:
+        with zipfile.ZipFile(path) as zf:
+            names = zf.namelist()
+    except (zipfile.BadZipFile, OSError):
+        return "zip"
+    if any(re.fullmatch(r"[^/]+\.dist-info/WHEEL", n) for n in names):
+        return "wheel"
+    if any(n == "data.pkl" or n.endswith("/data.pkl") for n in names):
+        return "pytorch"
+    return "zip"
+
+
+def is_lfs_pointer(path: Path) -> bool:
+    with open(path, "rb") as fh:
+        return fh.read(48).startswith(b"version https://git-lfs.github.com/spec/")
+
+
+_ATTR_LINE = re.compile(r"(?:^|\s)(filter=\S+|export-subst|export-ignore|ident|diff=\S+|"
+                        r"merge=\S+|working-tree-encoding=\S+)")
+
+
+# ---------------------------------------------------------------- attribution
+
+
+class Attributor:
+    """Which series commit introduced a path (``git log upstream..head -- path``)."""
+
+    def __init__(self, git: ProofGit, upstream: str, head: str,
+                 series: Mapping[str, TreeEntry]) -> None:
+        self.git = git
+        self.range = f"{upstream}..{head}"
+        self.series = series
+
+    def commit_for(self, path: str, blob: str | None, mode: str | None = None, *,
+                   added: bool = True) -> str | None:
+        """The commit that added ``path`` (else, or when not ``added``, the last one that changed
+        it), when the series has this content (and mode)."""
+        entry = self.series.get(path)
+        if (entry is None or (blob is not None and entry.sha != blob)
+                or (mode is not None and entry.mode != mode)):
+            return None  # only the bundle has this content
+        attempts: list[tuple[str, ...]] = [("--diff-filter=A",)] if added else []
+        attempts.append(("-1",))
+        for extra in attempts:
+            out = self.git.out("log", *extra, "--format=%H", self.range, "--", path)
+            if out:
+                return out.split()[0]
+        return None
+
+
+# ---------------------------------------------------------------- the scan
+
+
+def find_anomalies(*, git: ProofGit, upstream_commit: str, head_commit: str,
+                   upstream: Mapping[str, TreeEntry], series: Mapping[str, TreeEntry],
+                   manifest: Mapping[str, BundleFile], bundle_root: Path,
+                   git_entries: Iterable[str], differences: Iterable[Difference]) -> list[Anomaly]:
+    """Anomalies among the bundle paths that differ from upstream, plus tree-level ones."""
+    who = Attributor(git, upstream_commit, head_commit, series)
+    out: list[Anomaly] = []
+    for path in sorted(manifest, key=os.fsencode):
+        f = manifest[path]
+        base = upstream.get(path)
+        if base is not None and base.sha == f.blob and base.mode == f.mode:
+            continue
+        out.extend(_file_anomalies(who, f, base, bundle_root))
+    for path, e in sorted(series.items()):
+        base = upstream.get(path)
+        if e.mode == MODE_GITLINK and (base is None or base.sha != e.sha):
+            was = f" (was {base.sha[:12]})" if base is not None else ""
+            out.append(Anomaly(AnomalyKind.GITLINK, path,
+                               f"submodule {display(path)} points at commit {e.sha[:12]}{was}; "
+                               f"its content is not part of the proof",
+                               who.commit_for(path, e.sha), evidence=e.sha))
+    for path, base in sorted(upstream.items()):
+        if base.mode == MODE_GITLINK and path not in series:
+            out.append(Anomaly(AnomalyKind.GITLINK, path,
+                               f"the series removes submodule {display(path)}",
+                               None, evidence=base.sha))
+    for path in git_entries:
+        out.append(Anomaly(AnomalyKind.GIT_DIR, path,
+                           f"the bundle contains a git directory {display(path)}; it was not "
+                           f"unpacked or hashed (it could carry hooks or hidden history)",
+                           None, evidence=path))
+    for d in differences:
+        if d.explained is not None:
+            out.append(Anomaly(AnomalyKind.ARCHIVE_EFFECT, d.path,
+                               f"{d.explained.value}: {d.note}"
+                               + (f" (expanded to {', '.join(map(repr, d.expansions))})"
+                                  if d.expansions else ""),
+                               None, evidence=d.explained.value + "".join(d.expansions)))
+    return out
+
+
+def _file_anomalies(who: Attributor, f: BundleFile, base: TreeEntry | None,
+                    root: Path) -> list[Anomaly]:
+    out: list[Anomaly] = []
+    path = f.path
+    p = root / path
+    new = base is None
+    if f.mode == MODE_SYMLINK:
+        if base is None or base.mode != MODE_SYMLINK or base.sha != f.blob:
+            target = os.readlink(p)
+            out.append(Anomaly(AnomalyKind.SYMLINK, path,
+                               f"symlink {display(path)} -> {display(target)}"
+                               + (" added" if new else " changed"),
+                               who.commit_for(path, f.blob, f.mode), evidence=target))
+        return out
+    commit: str | None = None
+    commit_known = False
+
+    def attribution() -> str | None:
+        nonlocal commit, commit_known
+        if not commit_known:
+            commit, commit_known = who.commit_for(path, f.blob, f.mode), True
+        return commit
+
+    if f.mode == MODE_EXEC and (base is None or base.mode != MODE_EXEC):
+        what = "new executable file" if new else "executable bit newly set on"
+        out.append(Anomaly(AnomalyKind.EXECUTABLE, path, f"{what} {display(path)}",
+                           who.commit_for(path, f.blob, f.mode, added=False), evidence=f.mode))
+    kind = sniff(p)
+    verb = "adds" if new else "changes"
+    if kind == "binary":
+        out.append(Anomaly(AnomalyKind.OPAQUE_ADDED, path,
+                           f"the bundle {verb} non-text data {display(path)} ({f.size} bytes)",
+                           attribution(), content=kind, evidence=f.blob))
+    elif kind is not None:
+        out.append(Anomaly(AnomalyKind.BINARY_ADDED, path,
+                           f"the bundle {verb} {_EXECUTABLE_KINDS[kind]}: {display(path)} "
+                           f"({f.size} bytes)", attribution(), content=kind, evidence=f.blob))
+    elif is_lfs_pointer(p):
+        out.append(Anomaly(AnomalyKind.LFS_POINTER, path,
+                           f"{display(path)} is a Git LFS pointer: the real content is not in "
+                           f"the bundle and is not proven", attribution(), evidence=f.blob))
+    if path.rsplit("/", 1)[-1] == ".gitattributes" and kind is None:
+        text = p.read_text(encoding="utf-8", errors="replace")
+        hits = sorted({m.group(1) for line in text.splitlines()
+                       if not line.lstrip().startswith("#")
+                       for m in _ATTR_LINE.finditer(line)})
+        if hits:
+            out.append(Anomaly(AnomalyKind.ATTRIBUTES, path,
+                               f"{display(path)} sets {', '.join(hits)} (changes what checkouts "
+                               f"or archives contain)", attribution(),
+                               evidence=",".join(hits)))
+    return out

@@ -1,0 +1,68 @@
+"""Replay the listed commits onto upstream without a work tree: the tree the bundle should have.
+
+Each commit's change against its first parent (``git diff-tree -p --binary --full-index``) is
+applied to a temporary index (``GIT_INDEX_FILE``) with ``git apply --cached --3way``, as a
+cherry-pick would; the result is ``git write-tree``. A merge commit (when merges are allowed) is
+replayed as its change against the clean automatic merge of its two parents (``git merge-tree
+--write-tree``), since both sides' commits were replayed before it; only the merge's own
+resolution is applied. (git 2.39's ``merge-tree`` has no
+``--merge-base`` yet, so it cannot cherry-pick.) Neither the repository's index nor any work tree is
+touched; the blobs and trees written are ordinary unreferenced objects.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from auditor.model import SeriesCommit
+from auditor.provenance.gitview import ProofGit
+from auditor.provenance.treehash import EMPTY_TREE
+
+
+@dataclass(frozen=True)
+class Replay:
+    tree: str | None  # None when a commit did not apply
+    applied: tuple[str, ...]
+    failed_commit: str | None = None
+    error: str = ""
+
+
+def replay(git: ProofGit, onto: str, commits: Sequence[SeriesCommit], scratch: Path) -> Replay:
+    """Apply ``commits`` in order onto the commit ``onto``; the first that fails stops it."""
+    scratch.mkdir(parents=True, exist_ok=True)
+    index = scratch / "replay.index"
+    index.unlink(missing_ok=True)
+    g = git.with_env(GIT_INDEX_FILE=str(index))
+    g.run("read-tree", f"{onto}^{{tree}}")
+    applied: list[str] = []
+    for c in commits:
+        base = _base(g, c)
+        diff = g.run("diff-tree", "-p", "--binary", "--full-index", "--no-color",
+                     "--no-renames", "--no-ext-diff", "--no-textconv", base, c.sha, "--",
+                     text=False).stdout
+        if diff.strip():
+            res = g.run("apply", "--cached", "--3way", "--whitespace=nowarn", "-", input=diff,
+                        check=False, text=False)
+            if res.returncode != 0:
+                lines = [ln for ln in res.stderr.splitlines()
+                         if ln.startswith(("error", "CONFLICT", "U ")) or "conflict" in ln]
+                return Replay(tree=None, applied=tuple(applied), failed_commit=c.sha,
+                              error="; ".join(lines[-4:]) or res.stderr.strip()[-400:])
+        applied.append(c.sha)
+    tree = g.out("write-tree")
+    return Replay(tree=tree, applied=tuple(applied))
+
+
+def _base(git: ProofGit, c: SeriesCommit) -> str:
+    """What ``c``'s change is taken against: its parent, or for a two-parent merge the clean
+    automatic merge of its parents (so only the merge's own resolution is replayed)."""
+    if not c.parents:
+        return EMPTY_TREE
+    if len(c.parents) == 2:
+        res = git.run("merge-tree", "--write-tree", "--no-messages", "--allow-unrelated-histories",
+                      *c.parents, check=False)
+        if res.returncode == 0 and res.stdout.strip():
+            return res.stdout.split()[0]
+    return c.parents[0]

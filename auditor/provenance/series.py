@@ -1,0 +1,169 @@
+"""The commit series: the commits listed by the spec against those actually on the branch.
+
+The branch's series is ``git rev-list --reverse upstream..head``. Against it the listed commits are
+checked for: commits on the branch that are not listed (hidden), listed commits that do not exist or
+are not on the branch (missing), a different order, duplicates, and merge commits. Each commit's
+``git patch-id --stable`` and metadata are read into :class:`~auditor.model.SeriesCommit`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from auditor.errors import ToolError
+from auditor.gitio import Git
+from auditor.model import SeriesCommit
+
+REASONS_MAX = 20  # hidden commits named one per line; the rest are counted
+LIST_MAX = 1000  # commits listed in the JSON; totals are always given
+
+
+@dataclass(frozen=True)
+class MissingCommit:
+    listed: str  # as the spec gives it
+    sha: str | None  # the full sha when it exists at all
+    why: str
+
+
+@dataclass(frozen=True)
+class SeriesCheck:
+    listed: tuple[str, ...]  # full shas where they resolve, else as given
+    actual: tuple[str, ...]  # upstream..head, oldest first
+    unlisted: tuple[str, ...]
+    missing: tuple[MissingCommit, ...]
+    duplicates: tuple[str, ...]
+    merges: tuple[str, ...]
+    order_ok: bool
+    commits: tuple[SeriesCommit, ...]  # the listed commits that exist, in listed order
+    based_on_upstream: bool = True  # upstream is an ancestor of head
+
+    @property
+    def patch_ids(self) -> dict[str, str | None]:
+        return {c.sha: c.patch_id for c in self.commits}
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "listed": list(self.listed),
+            "unlisted": list(self.unlisted[:LIST_MAX]),
+            "unlisted_total": len(self.unlisted),
+            "missing": [m.listed for m in self.missing],
+            "missing_why": {m.listed: m.why for m in self.missing},
+            "duplicates": list(self.duplicates),
+            "merges": list(self.merges),
+            "order_ok": self.order_ok,
+            "patch_ids": self.patch_ids,
+            "actual": list(self.actual[:LIST_MAX]),
+        }
+
+    def reasons(self, allow_merges: bool) -> list[str]:
+        """One line per way the series differs from what was published."""
+        out = []
+        if not self.based_on_upstream:
+            out.append("upstream is not an ancestor of patches.ref: the branch is not based on "
+                       "the upstream commit")
+        for sha in self.unlisted[:REASONS_MAX]:
+            out.append(f"commit {sha[:12]} is on the branch but not listed (hidden commit)")
+        if len(self.unlisted) > REASONS_MAX:
+            out.append(f"… and {len(self.unlisted) - REASONS_MAX} more hidden commits")
+        for m in self.missing:
+            out.append(f"listed commit {m.listed} {m.why}")
+        for sha in self.duplicates:
+            out.append(f"commit {sha[:12]} is listed more than once")
+        if not self.order_ok:
+            out.append("the listed order differs from the branch's order")
+        if self.merges and not allow_merges:
+            out.append(f"{len(self.merges)} merge commit(s) in the series "
+                       f"({', '.join(s[:12] for s in self.merges)}); merges are not allowed")
+        return out
+
+
+def check_series(git: Git, upstream: str, head: str, listed: Sequence[str]) -> SeriesCheck:
+    """Compare the listed commits with ``upstream..head`` in ``git``'s repository."""
+    actual = tuple(git.out("rev-list", "--reverse", f"{upstream}..{head}", "--").split())
+    on_branch = set(actual)
+    resolved: list[str] = []
+    missing: list[MissingCommit] = []
+    existing: list[str] = []
+    seen: set[str] = set()
+    duplicates: list[str] = []
+    for given in listed:
+        sha = resolve_commit(git, given)
+        resolved.append(sha or given)
+        if sha is None:
+            missing.append(MissingCommit(given, None, "does not exist in the patches repository"))
+            continue
+        if sha in seen:
+            duplicates.append(sha)
+            continue
+        seen.add(sha)
+        existing.append(sha)
+        if sha not in on_branch:
+            missing.append(MissingCommit(given, sha, "is not on the branch (not in "
+                                         "upstream..patches.ref)"))
+    unlisted = tuple(c for c in actual if c not in seen)
+    listed_on_branch = [c for c in existing if c in on_branch]
+    order_ok = listed_on_branch == [c for c in actual if c in seen]
+    commits = read_commits(git, existing)
+    branch_merges = set(git.out("rev-list", "--merges", f"{upstream}..{head}", "--").split())
+    merges = tuple(dict.fromkeys(
+        [c.sha for c in commits if len(c.parents) > 1]
+        + [c for c in unlisted if c in branch_merges]))
+    based = git.run("merge-base", "--is-ancestor", upstream, head, check=False).returncode == 0
+    return SeriesCheck(listed=tuple(resolved), actual=actual, unlisted=unlisted,
+                       missing=tuple(missing), duplicates=tuple(duplicates), merges=merges,
+                       order_ok=order_ok, commits=commits, based_on_upstream=based)
+
+
+def resolve_commit(git: Git, given: str) -> str | None:
+    """The full sha of a listed commit (abbreviations allowed), or None when there is none."""
+    given = given.strip().lower()
+    sha = git.rev_parse(given)
+    if sha is None or not sha.startswith(given):  # a ref that merely looks like hex is not it
+        return None
+    return sha
+
+
+_FIELDS = ("%H", "%T", "%P", "%an", "%ae", "%aI", "%cn", "%ce", "%cI", "%B")
+
+
+def read_commits(git: Git, shas: Sequence[str]) -> tuple[SeriesCommit, ...]:
+    """SeriesCommit for each sha, in the given order, with its patch id."""
+    if not shas:
+        return ()
+    fmt = "%x00".join(_FIELDS)
+    raw = git.run("log", "--no-walk=unsorted", "-z", f"--format={fmt}", *shas, "--",
+                  text=False).stdout
+    assert isinstance(raw, bytes)
+    fields = raw.split(b"\0")
+    n = len(_FIELDS)
+    patch_ids = patch_ids_of(git, shas)
+    out = []
+    for i, sha in enumerate(shas):
+        row = [f.decode("utf-8", "replace") for f in fields[i * n:(i + 1) * n]]
+        if len(row) != n or row[0] != sha:
+            raise ToolError(f"git log gave unexpected output for commit {sha}")
+        message = row[9].rstrip("\n")
+        out.append(SeriesCommit(
+            sha=sha, tree=row[1], parents=tuple(row[2].split()), subject=message.split("\n")[0],
+            message=message, author_name=row[3], author_email=row[4], author_date=row[5],
+            committer_name=row[6], committer_email=row[7], committer_date=row[8],
+            patch_id=patch_ids.get(sha)))
+    return tuple(out)
+
+
+def patch_ids_of(git: Git, shas: Sequence[str]) -> dict[str, str]:
+    """``git patch-id --stable`` of each commit; merges and empty commits have none."""
+    if not shas:
+        return {}
+    log = git.run("log", "--no-walk=unsorted", "-p", "--no-color", "--no-ext-diff",
+                  "--no-textconv", "--format=commit %H", *shas, "--", text=False).stdout
+    res = git.run("patch-id", "--stable", input=log, text=False).stdout
+    assert isinstance(res, bytes)
+    out = {}
+    for line in res.decode().splitlines():
+        pid, _, sha = line.partition(" ")
+        if sha:
+            out[sha] = pid
+    return out

@@ -1,0 +1,409 @@
+"""Safe unpacking of a bundle (folder, tar, tar.gz/xz/bz2, zip) into a private folder.
+
+The bundle is untrusted. Every entry is checked before a byte is written, and every write goes
+through :class:`_Writer`, which only creates paths below its root:
+
+- absolute names, ``..`` components, names that are not UTF-8, and entries that would be written
+  through a symlink are refused;
+- symlinks must be relative and stay inside the bundle (``..`` only as leading components);
+  hard links must name a regular file extracted before them (their content is copied);
+- devices, fifos and unknown entry types are refused;
+- limits (``[bundle] max_bytes``, ``max_files``, ``max_file_bytes``) are counted on the bytes
+  actually decompressed, never taken from headers, so archive bombs stop early;
+- ``strip_components`` drops leading folders; a file with too few components is an error;
+- ``.git`` entries are not extracted (the tree hash ignores them too) but reported;
+- a folder bundle is copied, never used in place, without following symlinks.
+
+Every refusal is an :class:`~auditor.errors.InputError` naming the bundle and the entry (exit 2).
+"""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import io
+import lzma
+import os
+import shutil
+import stat
+import tarfile
+import tempfile
+import zipfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+from typing import IO
+
+from auditor.errors import InputError
+from auditor.spec import BundleSpec
+
+_CHUNK = 1 << 20
+_MAX_LINK = 4096
+# Headers, padding and pax records are decompressed too; allow this much per entry on top.
+_OVERHEAD_PER_ENTRY = 8192
+
+
+class BundleKind(StrEnum):
+    DIRECTORY = "directory"
+    TAR = "tar"
+    ZIP = "zip"
+
+
+@dataclass(frozen=True)
+class Unpacked:
+    root: Path  # the private copy
+    kind: BundleKind
+    compression: str | None  # gzip, xz, bz2 or None
+    files: int
+    bytes: int
+    git_entries: tuple[str, ...]  # `.git` paths found in the bundle and not extracted
+    archive_commit: str | None  # the commit `git archive` recorded, when it did
+
+
+class _Refused(Exception):
+    """An entry the writer refuses; turned into an InputError naming the bundle."""
+
+
+class _Writer:
+    """Creates files, folders and symlinks strictly below ``root``, counting against limits."""
+
+    def __init__(self, root: Path, spec: BundleSpec) -> None:
+        self.root = root
+        self.spec = spec
+        self.files = 0
+        self.bytes = 0
+        self.git_entries: list[str] = []
+        self.regular: set[str] = set()
+
+    # -- names
+    def target(self, name: str, *, is_dir: bool) -> str | None:
+        """The checked relative posix path for an entry name, or None when it is skipped."""
+        try:
+            name.encode("utf-8")
+        except UnicodeEncodeError:
+            raise _Refused(f"entry name {_show(name)} is not valid UTF-8") from None
+        if "\0" in name:
+            raise _Refused(f"entry name {_show(name)} contains a NUL byte")
+        if name.startswith("/") or (len(name) > 1 and name[1] == ":" and name[0].isalpha()):
+            raise _Refused(f"entry {_show(name)} is an absolute path")
+        parts = [p for p in name.split("/") if p not in ("", ".")]
+        if ".." in parts:
+            raise _Refused(f"entry {_show(name)} contains '..'")
+        strip = self.spec.strip_components
+        if len(parts) <= strip:
+            if is_dir:
+                return None
+            raise _Refused(f"entry {_show(name)} has {len(parts)} path component(s), so "
+                           f"strip_components = {strip} would remove the file itself: "
+                           f"strip_components is wrong for this bundle")
+        parts = parts[strip:]
+        if ".git" in parts:
+            top = "/".join(parts[: parts.index(".git") + 1])
+            if top not in self.git_entries:
+                self.git_entries.append(top)
+            return None
+        return "/".join(parts)
+
+    def _count_entry(self) -> None:
+        self.files += 1
+        if self.files > self.spec.max_files:
+            raise _Refused(f"more than max_files = {self.spec.max_files} entries")
+
+    def _parent(self, rel: str) -> Path:
+        """Create the parent folders of ``rel``; refuse to pass through a symlink or a file."""
+        folder = self.root
+        for part in rel.split("/")[:-1]:
+            folder = folder / part
+            try:
+                st = os.lstat(folder)
+            except FileNotFoundError:
+                os.mkdir(folder, 0o755)
+                continue
+            if not stat.S_ISDIR(st.st_mode):
+                raise _Refused(f"entry {_show(rel)} would be written through "
+                               f"{'a symlink' if stat.S_ISLNK(st.st_mode) else 'a file'}")
+        return folder / rel.rsplit("/", 1)[-1]
+
+    # -- entries
+    def folder(self, rel: str) -> None:
+        path = self._parent(rel)
+        try:
+            st = os.lstat(path)
+        except FileNotFoundError:
+            os.mkdir(path, 0o755)
+            return
+        if not stat.S_ISDIR(st.st_mode):
+            raise _Refused(f"entry {_show(rel)} is both a folder and a file or link")
+
+    def file(self, rel: str, stream: IO[bytes], executable: bool) -> None:
+        self._count_entry()
+        path = self._parent(rel)
+        mode = 0o755 if executable else 0o644
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
+        except FileExistsError:
+            raise _Refused(f"entry {_show(rel)} appears more than once") from None
+        written = 0
+        with os.fdopen(fd, "wb") as out:
+            while chunk := stream.read(_CHUNK):
+                written += len(chunk)
+                self.bytes += len(chunk)
+                if written > self.spec.max_file_bytes:
+                    raise _Refused(f"entry {_show(rel)} is larger than max_file_bytes = "
+                                   f"{self.spec.max_file_bytes}")
+                if self.bytes > self.spec.max_bytes:
+                    raise _Refused(f"more than max_bytes = {self.spec.max_bytes} bytes unpacked")
+                out.write(chunk)
+            os.fchmod(out.fileno(), mode)
+        self.regular.add(rel)
+
+    def symlink(self, rel: str, target: str) -> None:
+        self._count_entry()
+        check_link_target(rel, target)
+        path = self._parent(rel)
+        try:
+            os.symlink(target, path)
+        except FileExistsError:
+            raise _Refused(f"entry {_show(rel)} appears more than once") from None
+
+    def hardlink(self, rel: str, target_rel: str | None) -> None:
+        if target_rel is None or target_rel not in self.regular:
+            raise _Refused(f"hard link {_show(rel)} does not point at a regular file extracted "
+                           f"before it")
+        source = self.root / target_rel
+        executable = bool(os.lstat(source).st_mode & stat.S_IXUSR)
+        with open(source, "rb") as fh:
+            self.file(rel, fh, executable)
+
+
+def check_link_target(rel: str, target: str) -> None:
+    """A symlink must be relative and stay inside the bundle; ``..`` only as leading parts.
+
+    Leading ``..`` parts climb through real folders (the writer never creates a folder through a
+    link), so a lexical check is exact; a ``..`` after a name could climb out of a symlinked folder.
+    """
+    if not target or "\0" in target or len(target) > _MAX_LINK:
+        raise _Refused(f"symlink {_show(rel)} has an invalid target")
+    if target.startswith("/"):
+        raise _Refused(f"symlink {_show(rel)} points at the absolute path {_show(target)}")
+    parts = [p for p in target.split("/") if p not in ("", ".")]
+    ups = 0
+    while ups < len(parts) and parts[ups] == "..":
+        ups += 1
+    if ".." in parts[ups:]:
+        raise _Refused(f"symlink {_show(rel)} -> {_show(target)} has '..' after a name")
+    depth = len(rel.split("/")) - 1
+    if ups > depth:
+        raise _Refused(f"symlink {_show(rel)} -> {_show(target)} points outside the bundle")
+
+
+def _show(name: str) -> str:
+    return repr(name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace"))
+
+
+# ---------------------------------------------------------------- formats
+
+
+class _Limited(io.RawIOBase):
+    """A read-only stream that refuses to deliver more than ``limit`` bytes."""
+
+    def __init__(self, inner: IO[bytes], limit: int) -> None:
+        self.inner = inner
+        self.limit = limit
+        self.seen = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buf: bytearray | memoryview) -> int:  # type: ignore[override]
+        data = self.inner.read(len(buf))
+        self.seen += len(data)
+        if self.seen > self.limit:
+            raise _Refused(f"decompresses to more than max_bytes allows ({self.limit} bytes "
+                           f"with archive headers)")
+        buf[: len(data)] = data
+        return len(data)
+
+
+def _compression(path: Path) -> str | None:
+    with open(path, "rb") as fh:
+        magic = fh.read(6)
+    if magic[:2] == b"\x1f\x8b":
+        return "gzip"
+    if magic == b"\xfd7zXZ\x00":
+        return "xz"
+    if magic[:3] == b"BZh":
+        return "bz2"
+    return None
+
+
+def _open_decompressed(path: Path, compression: str | None) -> IO[bytes]:
+    if compression == "gzip":
+        return gzip.open(path, "rb")  # type: ignore[return-value]
+    if compression == "xz":
+        return lzma.open(path, "rb")
+    if compression == "bz2":
+        return bz2.open(path, "rb")
+    return open(path, "rb")
+
+
+def _unpack_tar(path: Path, compression: str | None, w: _Writer) -> str | None:
+    limit = w.spec.max_bytes + _OVERHEAD_PER_ENTRY * min(w.spec.max_files, 1 << 20) + (1 << 20)
+    with _open_decompressed(path, compression) as raw:
+        stream = io.BufferedReader(_Limited(raw, limit), buffer_size=_CHUNK)
+        try:
+            tar = tarfile.open(fileobj=stream, mode="r|", errorlevel=2)
+        except tarfile.ReadError as exc:
+            raise InputError(f"bundle {path} is not a tar, tar.gz/xz/bz2 or zip archive "
+                             f"({exc})") from None
+        with tar:
+            for member in _members(tar):
+                _tar_member(tar, member, w)
+            comment = tar.pax_headers.get("comment")
+    return comment if comment and len(comment) == 40 else None
+
+
+def _members(tar: tarfile.TarFile) -> Iterator[tarfile.TarInfo]:
+    try:
+        while (member := tar.next()) is not None:
+            yield member
+    except (tarfile.TarError, EOFError, OSError, lzma.LZMAError) as exc:
+        raise _Refused(f"corrupt archive: {exc}") from None
+
+
+def _tar_member(tar: tarfile.TarFile, m: tarfile.TarInfo, w: _Writer) -> None:
+    if m.isdir():
+        rel = w.target(m.name, is_dir=True)
+        if rel is not None:
+            w.folder(rel)
+        return
+    if m.ischr() or m.isblk() or m.isfifo():
+        raise _Refused(f"entry {_show(m.name)} is a device or fifo")
+    if not (m.isreg() or m.issym() or m.islnk()):
+        raise _Refused(f"entry {_show(m.name)} has an unsupported type {m.type!r}")
+    rel = w.target(m.name, is_dir=False)
+    if rel is None:
+        return
+    if m.issym():
+        w.symlink(rel, m.linkname)
+    elif m.islnk():
+        w.hardlink(rel, w.target(m.linkname, is_dir=False))
+    else:
+        if m.size > w.spec.max_file_bytes:
+            raise _Refused(f"entry {_show(m.name)} is larger than max_file_bytes = "
+                           f"{w.spec.max_file_bytes}")
+        fh = tar.extractfile(m)
+        assert fh is not None
+        w.file(rel, fh, bool(m.mode & stat.S_IXUSR))
+
+
+def _unpack_zip(path: Path, w: _Writer) -> str | None:
+    try:
+        zf = zipfile.ZipFile(path)
+    except (zipfile.BadZipFile, OSError) as exc:
+        raise InputError(f"bundle {path} is not a readable zip archive ({exc})") from None
+    with zf:
+        infos = zf.infolist()
+        if len(infos) > w.spec.max_files:
+            raise _Refused(f"more than max_files = {w.spec.max_files} entries")
+        for info in infos:
+            unix = info.create_system == 3
+            mode = info.external_attr >> 16 if unix else 0
+            if info.is_dir() or (unix and stat.S_ISDIR(mode)):
+                rel = w.target(info.filename, is_dir=True)
+                if rel is not None:
+                    w.folder(rel)
+                continue
+            if unix and stat.S_IFMT(mode) not in (0, stat.S_IFREG, stat.S_IFLNK):
+                raise _Refused(f"entry {_show(info.filename)} is a device, fifo or socket")
+            rel = w.target(info.filename, is_dir=False)
+            if rel is None:
+                continue
+            try:
+                with zf.open(info) as fh:
+                    if unix and stat.S_ISLNK(mode):
+                        target = fh.read(_MAX_LINK + 1)
+                        try:
+                            w.symlink(rel, target.decode("utf-8"))
+                        except UnicodeDecodeError:
+                            raise _Refused(f"symlink {_show(rel)} target is not UTF-8") from None
+                    else:
+                        w.file(rel, fh, bool(mode & stat.S_IXUSR))
+            except (zipfile.BadZipFile, RuntimeError, OSError, EOFError, lzma.LZMAError) as exc:
+                raise _Refused(f"entry {_show(info.filename)} cannot be read: {exc}") from None
+        comment = zf.comment.decode("ascii", "replace").strip()
+    return comment if len(comment) == 40 else None
+
+
+def _copy_folder(src: Path, w: _Writer) -> None:
+    stack: list[tuple[str, Path]] = [("", src)]
+    while stack:
+        prefix, folder = stack.pop()
+        with os.scandir(folder) as it:
+            entries = sorted(it, key=lambda e: e.name)
+        for entry in entries:
+            name = prefix + entry.name
+            st = entry.stat(follow_symlinks=False)
+            if stat.S_ISDIR(st.st_mode):
+                rel = w.target(name, is_dir=True)
+                if rel is not None:
+                    w.folder(rel)
+                elif ".git" in name.split("/"):
+                    continue  # recorded by target(); its content is never copied
+                stack.append((name + "/", Path(entry.path)))
+                continue
+            if not (stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode)):
+                raise _Refused(f"entry {_show(name)} is a device, fifo or socket")
+            rel = w.target(name, is_dir=False)
+            if rel is None:
+                continue
+            if stat.S_ISLNK(st.st_mode):
+                w.symlink(rel, os.readlink(entry.path))
+            else:
+                fd = os.open(entry.path, os.O_RDONLY | os.O_NOFOLLOW)
+                with os.fdopen(fd, "rb") as fh:
+                    w.file(rel, fh, bool(st.st_mode & stat.S_IXUSR))
+
+
+# ---------------------------------------------------------------- entry point
+
+
+def unpack_bundle(spec: BundleSpec, workdir: Path) -> Unpacked:
+    """Unpack (or copy) the bundle into a new private folder under ``workdir``."""
+    src = spec.path
+    if not src.exists():
+        raise InputError(f"bundle {src} does not exist")
+    if src.is_file() and src.stat().st_size == 0:
+        raise InputError(f"bundle {src} is empty: a zero-byte file")
+    root = Path(tempfile.mkdtemp(prefix="bundle-", dir=workdir))
+    w = _Writer(root, spec)
+    compression: str | None = None
+    archive_commit: str | None = None
+    try:
+        if src.is_dir():
+            kind = BundleKind.DIRECTORY
+            _copy_folder(src, w)
+        elif zipfile.is_zipfile(src):
+            kind = BundleKind.ZIP
+            archive_commit = _unpack_zip(src, w)
+        else:
+            kind = BundleKind.TAR
+            compression = _compression(src)
+            archive_commit = _unpack_tar(src, compression, w)
+    except _Refused as exc:
+        shutil.rmtree(root, ignore_errors=True)
+        raise InputError(f"bundle {src}: {exc}; refused") from None
+    except (OSError, EOFError, lzma.LZMAError, zipfile.BadZipFile) as exc:
+        shutil.rmtree(root, ignore_errors=True)
+        raise InputError(f"bundle {src} cannot be read: {exc}") from None
+    except BaseException:
+        shutil.rmtree(root, ignore_errors=True)
+        raise
+    if w.files == 0:
+        shutil.rmtree(root, ignore_errors=True)
+        extra = " other than .git" if w.git_entries else ""
+        raise InputError(f"bundle {src} is empty: it holds no files{extra}",
+                         hint="check [bundle] path and strip_components")
+    return Unpacked(root=root, kind=kind, compression=compression, files=w.files, bytes=w.bytes,
+                    git_entries=tuple(w.git_entries), archive_commit=archive_commit)
