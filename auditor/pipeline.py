@@ -113,7 +113,8 @@ def tool_info() -> dict[str, Any]:
 def inputs_info(spec: Spec) -> dict[str, Any]:
     return {
         "spec": str(spec.path),
-        "engine": {"profile": spec.profile.name, "version": spec.engine.version},
+        "engine": {"profile": spec.profile.name, "package": spec.profile.package,
+                   "version": spec.engine.version},
         "upstream": {"repo": str(spec.upstream.repo), "ref": spec.upstream.ref,
                      "commit": spec.upstream.commit},
         "patches": {"repo": str(spec.patches.repo), "ref": spec.patches.ref,

@@ -82,6 +82,7 @@ class DepsSpec:
     vulns: str  # "osv:<path>" (path resolved), "pip-audit" or "none"
     osv_path: Path | None
     typosquat_distance: int
+    osv_url: str | None = None  # pip-audit's --osv-url (an OSV-compatible query endpoint)
 
 
 @dataclass(frozen=True)
@@ -362,7 +363,9 @@ def load_spec(path: str | Path) -> Spec:
             if not osv_path.exists():
                 raise t.err("vulns", f"OSV snapshot {raw!r} does not exist (resolved to {osv_path})")
         deps = DepsSpec(vulns=vulns, osv_path=osv_path,
-                        typosquat_distance=t.integer("typosquat_distance", 2, minimum=0))
+                        typosquat_distance=t.integer("typosquat_distance", 2, minimum=0),
+                        osv_url=t.text("osv_url", check=lambda s: s.startswith(
+                            ("http://", "https://")), what="an http(s) URL"))
         t.finish()
 
     build = None

@@ -1,15 +1,486 @@
-"""The build stage (not built yet: it says so and reports incomplete)."""
+"""The build stage: the changed CUDA modules from audited source, everything else from the wheel.
+
+Steps (``builds/README.md`` has the details): decide from the verified series what to rebuild; copy
+the verified bundle (without the binaries the series brought) into a private tree; build the changed
+modules there in a network-less sandbox with a fixed environment; overlay the official wheel
+(checked against its sha256 pin and its RECORD) with the audited Python files and the built modules;
+map every file of the result to its origin; compare the exported symbols with the official modules;
+with ``repro``, do it all twice in different places and compare the bytes.
+"""
 
 from __future__ import annotations
 
-from auditor.errors import NotBuiltError
-from auditor.model import StageResult
+import datetime as dt
+import os
+import posixpath
+import shutil
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from auditor.build.builders import BuildFailed, BuildRequest, BuiltModule, builder_for
+from auditor.build.elf import exported_symbols, section_differences
+from auditor.build.overlay import Overlay, build_overlay, verify_origins
+from auditor.build.plan import (
+    BuildPlan,
+    ModuleAction,
+    introducing_commit,
+    make_plan,
+    package_folders,
+)
+from auditor.build.recipe import BuilderKind, Recipe, load_recipe
+from auditor.build.sandbox import Sandbox, select_sandbox
+from auditor.build.toolchain import Toolchain, compare, detect
+from auditor.build.wheel import (
+    UnpackedWheel,
+    record_problems,
+    sha256_file,
+    unpack_wheel,
+    with_local_label,
+)
+from auditor.errors import InputError
+from auditor.gitio import Git, run
+from auditor.model import (
+    Action,
+    Category,
+    Finding,
+    Severity,
+    StageResult,
+    StageStatus,
+    Workspace,
+    fingerprint_of,
+    status_for,
+)
 from auditor.stage import Context, Stage
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+
+
+def source_date_epoch(ws: Workspace) -> int:
+    """The last series commit's committer time (the head's when the series is empty)."""
+    if ws.commits:
+        try:
+            return int(dt.datetime.fromisoformat(ws.commits[-1].committer_date).timestamp())
+        except ValueError:
+            pass
+    return int(Git(ws.patches_repo).out("show", "-s", "--format=%ct", ws.head_commit))
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One build: where, with which umask, in which environment order."""
+
+    label: str
+    root: Path
+    umask: int
+    reverse_env: bool
 
 
 class BuildStage(Stage):
     name = "build"
     needs = ("verify",)
 
+    def requested(self, spec: Any) -> bool:
+        return spec.build is not None
+
     def run(self, ctx: Context) -> StageResult:
-        raise NotBuiltError("auditor build is not built yet")
+        return _BuildRun(ctx).run()
+
+
+class _BuildRun:
+    def __init__(self, ctx: Context) -> None:
+        assert ctx.spec.build is not None
+        self.ctx = ctx
+        self.started = _now()
+        self.recipe: Recipe = load_recipe(ctx.spec.build.recipe)
+        self.repro = ctx.options.repro if ctx.options.repro is not None else ctx.spec.build.repro
+        self.findings: list[Finding] = []
+        self.reasons: list[str] = []
+        self.not_checked: list[str] = []
+        self.details: dict[str, Any] = {
+            "recipe": str(self.recipe.path), "target": self.recipe.target,
+            "archs": list(self.recipe.archs),
+            "wheel": None, "official_wheel": None, "modules": [],
+            "toolchain": {"nvcc": None, "cc": None,
+                          "expected": {"nvcc": self.recipe.toolchain.nvcc,
+                                       "cc": self.recipe.toolchain.cc_version},
+                          "matches": None},
+            "sandbox": None, "environment": None, "reproducible": None, "repro": None, "origins": {}, "left_out": [],
+            "python": {"replaced": [], "added": [], "dropped": [], "not_packaged": []},
+            "source_date_epoch": None, "started": self.started, "finished": None,
+        }
+
+    # ------------------------------------------------------------ result
+
+    def result(self) -> StageResult:
+        self.details["finished"] = _now()
+        if self.reasons:
+            self.details["wheel"] = None
+        status = status_for(self.findings, self.not_checked, self.reasons)
+        return StageResult("build", status, details=self.details, findings=tuple(self.findings),
+                           not_checked=tuple(self.not_checked), reasons=tuple(self.reasons))
+
+    # ------------------------------------------------------------ the run
+
+    def run(self) -> StageResult:
+        ctx, recipe = self.ctx, self.recipe
+        ws = ctx.workspace
+        if ws is None:
+            self.not_checked.append("no verified workspace")
+            return self.result()
+        if not ws.proof_ok:
+            self.reasons.append("the bundle proof failed: nothing is built from an unverified "
+                                "bundle")
+            return self.result()
+        epoch = source_date_epoch(ws)
+        self.details["source_date_epoch"] = epoch
+
+        wheel_file = self.official_wheel_file()
+        if wheel_file is None:
+            return self.result()
+        digest = sha256_file(wheel_file)
+        self.details["official_wheel"] = {"file": wheel_file.name, "path": str(wheel_file),
+                                          "name": None, "version": None, "sha256": digest,
+                                          "expected_sha256": recipe.wheel.sha256}
+        if digest != recipe.wheel.sha256:
+            self.reasons.append(f"official wheel {wheel_file.name}: sha256 {digest} differs from "
+                                f"the recipe's pin {recipe.wheel.sha256}")
+            return self.result()
+        with ctx.status(f"unpacking {wheel_file.name}"):
+            official = unpack_wheel(wheel_file, ctx.workdir / "official",
+                                    max_files=recipe.wheel.max_files,
+                                    max_member_bytes=recipe.wheel.max_member_bytes,
+                                    max_bytes=recipe.wheel.max_bytes)
+        self.details["official_wheel"].update(name=official.name.name,
+                                              version=official.name.version)
+        lies = record_problems(official)
+        if lies:
+            self.reasons += [f"official wheel RECORD lies: {p}" for p in lies[:20]]
+            if len(lies) > 20:
+                self.reasons.append(f"official wheel RECORD lies: {len(lies) - 20} more")
+            return self.result()
+
+        plan = make_plan(ws, recipe, ctx.spec.profile.native_globs)
+        commits = {p: introducing_commit(ws, p)
+                   for p in (*plan.binaries, *plan.links,
+                             *(c.path for c in plan.changes if c.kind.value != "deleted"))}
+        self.report_left_out(ws, plan, commits)
+        for path in plan.unclaimed_native:
+            self.reasons.append(f"{path}: a changed native source that no module of the recipe "
+                                "builds")
+            self.findings.append(Finding(
+                rule="build.unclaimed-native-source", category=Category.PROVENANCE,
+                severity=Severity.HIGH, action=Action.BLOCK, path=path, line=0,
+                commit=commits.get(path), scanner="build",
+                message=f"the series changes the native source {path}, which no module of the "
+                        f"recipe {recipe.path.name} claims: nobody knows how it would be built",
+                fingerprint=fingerprint_of("build.unclaimed-native-source", path,
+                                           ws.manifest[path].sha256 if path in ws.manifest
+                                           else "deleted")))
+        for d in plan.decisions:
+            if d.module.wheel_path not in official.members:
+                self.reasons.append(f"module {d.module.name}: the official wheel has no "
+                                    f"{d.module.wheel_path}")
+        if self.reasons:
+            self.details["modules"] = [self.module_entry(d, official, None, None)
+                                       for d in plan.decisions]
+            return self.result()
+
+        packages = recipe.wheel.packages or package_folders(official.members)
+        version = with_local_label(official.name.version, f"audited.{ws.bundle_tree[:12]}")
+        toolchain: Toolchain | None = None
+        sandbox: Sandbox | None = None
+        if plan.to_build:
+            toolchain = detect(recipe.toolchain,
+                               need_cmake=any(d.module.builder is BuilderKind.CMAKE
+                                              for d in plan.to_build))
+            diffs = compare(recipe.toolchain, toolchain)
+            self.details["toolchain"].update(nvcc=toolchain.nvcc_version, cc=toolchain.cc_version,
+                                             matches=not diffs, differences=diffs,
+                                             programs=toolchain.to_json()["programs"])
+            for diff in diffs:
+                self.findings.append(self.policy_finding(Finding(
+                    rule="build.toolchain-mismatch", category=Category.PROVENANCE,
+                    severity=Severity.LOW, action=Action.REVIEW, path=str(recipe.path.name),
+                    line=0, commit=None, scanner="build",
+                    message=f"toolchain differs from the recipe: {diff}",
+                    fingerprint=fingerprint_of("build.toolchain-mismatch", recipe.path.name,
+                                               diff))))
+            sandbox = select_sandbox(recipe.sandbox.kind, ctx.workdir / "sandbox-probe")
+            self.details["sandbox"] = sandbox.describe()
+
+        variants = [Variant("a", ctx.workdir / "build-a", 0o022, False)]
+        if self.repro:
+            variants.append(Variant("b", ctx.workdir / "repro" / "second-build-elsewhere",
+                                    0o027, True))
+        builds: list[dict[str, BuiltModule]] = []
+        overlays: list[Overlay] = []
+        try:
+            for v in variants:
+                built = {}
+                if plan.to_build:
+                    assert toolchain is not None and sandbox is not None
+                    with ctx.status(f"building {len(plan.to_build)} module(s), build {v.label}"):
+                        built = self.build_variant(v, ws, plan, toolchain, sandbox, epoch)
+                builds.append(built)
+                if v.label == "a":
+                    self.check_abi(built, official)
+                    if self.reasons:
+                        self.details["modules"] = [
+                            self.module_entry(d, official, built.get(d.module.wheel_path), None)
+                            for d in plan.decisions]
+                        return self.result()
+                origin_detail = {wp: (m, self.built_origin(m, plan, toolchain))
+                                 for wp, m in built.items()}
+                overlays.append(build_overlay(
+                    official, ws, plan, packages=packages, source_root=recipe.wheel.source_root,
+                    version=version, built=origin_detail, out_dir=v.root / "wheel", epoch=epoch,
+                    commits=commits))
+        except BuildFailed as exc:
+            self.reasons.append(exc.message)
+            self.details["modules"] = [self.module_entry(d, official, None, None)
+                                       for d in plan.decisions]
+            return self.result()
+
+        first, built_a = overlays[0], builds[0]
+        problems = verify_origins(first, official, ws, built_a, ctx.workdir / "verify-output")
+        self.reasons += problems
+        self.details["origins"] = {p: o.to_json() for p, o in sorted(first.origins.items())}
+        self.details["python"] = {"replaced": list(first.replaced), "added": list(first.added),
+                                  "dropped": list(first.dropped),
+                                  "not_packaged": list(first.not_packaged)}
+        abis = {wp: self.abi_of(m, official) for wp, m in built_a.items()}
+        self.details["modules"] = [self.module_entry(d, official, built_a.get(d.module.wheel_path),
+                                                     abis.get(d.module.wheel_path))
+                                   for d in plan.decisions]
+        if self.repro:
+            self.compare_builds(builds, overlays)
+        out = ctx.out_dir / first.wheel.name
+        ctx.out_dir.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(first.wheel, out)
+        if not self.reasons:
+            self.details["wheel"] = {"file": out.name, "name": first.name.name,
+                                     "version": first.name.version, "sha256": sha256_file(out)}
+        return self.result()
+
+    # ------------------------------------------------------------ pieces
+
+    def official_wheel_file(self) -> Path | None:
+        w = self.recipe.wheel
+        if w.file is not None:
+            return w.file
+        assert w.requirement is not None
+        cache = self.ctx.cache_dir / "wheels" / w.sha256
+        cached = sorted(cache.glob("*.whl")) if cache.is_dir() else []
+        if cached:
+            return cached[0]
+        if not self.ctx.options.online:
+            self.not_checked.append(f"the official wheel {w.requirement} is not on this machine "
+                                    "(no [wheel] file, not cached); it is downloaded only with "
+                                    "--online")
+            return None
+        tmp = self.ctx.workdir / "download"
+        tmp.mkdir(parents=True, exist_ok=True)
+        with self.ctx.status(f"downloading {w.requirement}"):
+            run([sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary", ":all:",
+                 "--dest", str(tmp), w.requirement], timeout=3600)
+        got = sorted(tmp.glob("*.whl"))
+        if len(got) != 1:
+            raise InputError(f"pip download {w.requirement} gave {len(got)} wheels, expected one")
+        cache.mkdir(parents=True, exist_ok=True)
+        return Path(shutil.move(str(got[0]), cache / got[0].name))
+
+    def policy_finding(self, f: Finding) -> Finding:
+        from auditor.policy import apply_waivers, load_policy
+        from auditor.spec import POLICIES_DIR
+
+        scan = self.ctx.spec.scan
+        policy = load_policy(scan.policy if scan is not None else POLICIES_DIR / "default.toml")
+        waivers = ()
+        if scan is not None and scan.waivers is not None:
+            from auditor.policy import load_waivers
+
+            waivers = load_waivers(scan.waivers)
+        out = apply_waivers(policy.apply([f]), waivers)
+        self.findings.extend(out[1:])  # expired-waiver findings, if any
+        return out[0]
+
+    def report_left_out(self, ws: Workspace, plan: BuildPlan,
+                        commits: Mapping[str, str | None]) -> None:
+        for path, why in [(p, "binary") for p in plan.binaries] + \
+                         [(p, "symbolic link") for p in plan.links]:
+            bf = ws.manifest[path]
+            self.details["left_out"].append({"path": path, "reason": why, "size": bf.size,
+                                             "sha256": bf.sha256, "commit": commits.get(path)})
+            if why == "binary":
+                self.findings.append(self.policy_finding(Finding(
+                    rule="build.bundle-binary", category=Category.BINARY_ARTIFACT,
+                    severity=Severity.HIGH, action=Action.BLOCK, path=path, line=0,
+                    commit=commits.get(path), scanner="build",
+                    message=f"the series brings the binary {path} ({bf.size} bytes, sha256 "
+                            f"{bf.sha256[:16]}…); nothing builds it, so it was left out of the "
+                            "build tree and of the wheel",
+                    fingerprint=fingerprint_of("build.bundle-binary", path, bf.sha256))))
+
+    def build_variant(self, v: Variant, ws: Workspace, plan: BuildPlan, toolchain: Toolchain,
+                      sandbox: Sandbox, epoch: int) -> dict[str, BuiltModule]:
+        src = v.root / "src"
+        copy_bundle(ws, src, exclude=set(plan.binaries) | set(plan.links), epoch=epoch)
+        (v.root / "home").mkdir(parents=True, exist_ok=True)
+        (v.root / "tmp").mkdir(parents=True, exist_ok=True)
+        env = self.fixed_env(v, toolchain, epoch)
+        if v.label == "a":
+            self.details["environment"] = {k: val.replace(str(v.root), "$ROOT")
+                                           for k, val in env.items()}
+        readable: list[Path] = list(self.recipe.sandbox.readable)
+        for d in plan.to_build:
+            if d.module.cmake is not None:
+                readable += list(d.module.cmake.fetchcontent.values())
+            if d.module.nvcc is not None:
+                readable += [*d.module.nvcc.extra_include_dirs, *d.module.nvcc.library_dirs]
+        built: dict[str, BuiltModule] = {}
+        for d in plan.to_build:
+            req = BuildRequest(module=d.module, source_root=src,
+                               build_dir=v.root / "build" / d.module.name,
+                               archs=self.recipe.archs, toolchain=toolchain, env=env,
+                               umask=v.umask, jobs=self.ctx.options.jobs,
+                               timeout=self.recipe.sandbox.timeout,
+                               readable=tuple(dict.fromkeys(readable)), writable=(v.root,))
+            self.ctx.progress(f"build {v.label}: {d.module.name} ({d.module.builder.value})")
+            built[d.module.wheel_path] = builder_for(d.module.builder).build(req, sandbox)
+        return built
+
+    def fixed_env(self, v: Variant, tc: Toolchain, epoch: int) -> dict[str, str]:
+        dirs = [str(Path(p).parent) for p in (tc.nvcc, tc.cxx, tc.cc, tc.cmake) if p]
+        path = ":".join(dict.fromkeys([*dirs, "/usr/local/bin", "/usr/bin", "/bin"]))
+        env = {"PATH": path, "HOME": str(v.root / "home"), "TMPDIR": str(v.root / "tmp"),
+               "SOURCE_DATE_EPOCH": str(epoch), "TZ": "UTC", "LC_ALL": "C", "LANG": "C",
+               "CUDA_CACHE_DISABLE": "1", **self.recipe.env}
+        if v.reverse_env:
+            env = dict(reversed(list(env.items())))
+        return env
+
+    def built_origin(self, m: BuiltModule, plan: BuildPlan,
+                     tc: Toolchain | None) -> dict[str, Any]:
+        d = next(x for x in plan.to_build if x.module.name == m.name)
+        return {"module": m.name, "recipe_entry": d.module.entry,
+                "recipe": str(self.recipe.path), "builder": m.builder.value,
+                "toolchain": {"nvcc": tc.nvcc_version if tc else None,
+                              "cc": tc.cc_version if tc else None},
+                "sources": list(d.changed), "commands": list(m.commands)}
+
+    def abi_of(self, m: BuiltModule, official: UnpackedWheel) -> dict[str, list[str]]:
+        """Exported dynamic symbols of the rebuilt module against the official one."""
+        wp = self.module_by_name(m.name).wheel_path
+        old = exported_symbols(official.local(wp), "official module")
+        new = exported_symbols(m.path, "rebuilt module")
+        old_weak = exported_symbols(official.local(wp), "official module", weak=True)
+        missing = old - new
+        return {"missing": sorted(missing - old_weak), "added": sorted(new - old),
+                "missing_weak": sorted(missing & old_weak)}
+
+    def module_by_name(self, name: str) -> Any:
+        return next(x for x in self.recipe.modules if x.name == name)
+
+    def check_abi(self, built: Mapping[str, BuiltModule], official: UnpackedWheel) -> None:
+        """A strong symbol the official module exports and the rebuilt one lacks fails the build;
+        a missing weak one (C++ vague linkage) is a finding to review."""
+        for m in built.values():
+            abi = self.abi_of(m, official)
+            if abi["missing"]:
+                shown = ", ".join(abi["missing"][:10])
+                more = f" and {len(abi['missing']) - 10} more" if len(abi["missing"]) > 10 else ""
+                self.reasons.append(f"module {m.name}: the rebuilt module no longer exports "
+                                    f"{len(abi['missing'])} symbol(s) of the official one: "
+                                    f"{shown}{more}")
+            if abi["missing_weak"]:
+                wp = self.module_by_name(m.name).wheel_path
+                self.findings.append(self.policy_finding(Finding(
+                    rule="build.abi-weak-symbols-missing", category=Category.PROVENANCE,
+                    severity=Severity.LOW, action=Action.REVIEW, path=wp, line=0, commit=None,
+                    scanner="build",
+                    message=f"module {m.name}: {len(abi['missing_weak'])} weak symbol(s) of the "
+                            f"official module are not exported by the rebuilt one (inline or "
+                            f"template code; check the recipe's flags): "
+                            + ", ".join(abi["missing_weak"][:10]),
+                    fingerprint=fingerprint_of("build.abi-weak-symbols-missing", wp,
+                                               " ".join(abi["missing_weak"])))))
+
+    def module_entry(self, d: Any, official: UnpackedWheel, m: BuiltModule | None,
+                     abi: Mapping[str, list[str]] | None) -> dict[str, Any]:
+        member = official.members.get(d.module.wheel_path)
+        built = d.action is ModuleAction.BUILT and m is not None
+        return {
+            "name": d.module.name, "wheel_path": d.module.wheel_path,
+            "action": d.action.value if d.action is ModuleAction.OFFICIAL or built else "failed",
+            "sha256": m.sha256 if built and m else (member.sha256 if member else None),
+            "official_sha256": member.sha256 if member else None,
+            "builder": d.module.builder.value, "recipe_entry": d.module.entry,
+            "sources": list(d.module.sources), "changed_sources": list(d.changed),
+            "commands": list(m.commands) if built and m else [],
+            "abi": dict(abi) if abi is not None else None,
+        }
+
+    def compare_builds(self, builds: list[dict[str, BuiltModule]], overlays: list[Overlay]) -> None:
+        a, b = builds
+        modules = {}
+        same = True
+        for wp, ma in sorted(a.items()):
+            mb = b[wp]
+            identical = ma.sha256 == mb.sha256
+            same &= identical
+            modules[ma.name] = {"first": ma.sha256, "second": mb.sha256, "identical": identical,
+                                "sections": [] if identical else section_differences(ma.path,
+                                                                                     mb.path)}
+        wa, wb = sha256_file(overlays[0].wheel), sha256_file(overlays[1].wheel)
+        same &= wa == wb
+        self.details["reproducible"] = same
+        self.details["repro"] = {
+            "builds": [{"root": "build-a", "umask": "0022", "env_order": "forward"},
+                       {"root": "repro/second-build-elsewhere", "umask": "0027",
+                        "env_order": "reversed"}],
+            "modules": modules,
+            "wheel": {"first": wa, "second": wb, "identical": wa == wb},
+        }
+        if not same:
+            differing = [f"{n} (sections {', '.join(v['sections']) or '?'})"
+                         for n, v in modules.items() if not v["identical"]]
+            self.reasons.append("not reproducible: two builds differ: "
+                                + ("; ".join(differing) if differing else "the wheel bytes"))
+
+
+def copy_bundle(ws: Workspace, dest: Path, *, exclude: set[str], epoch: int) -> None:
+    """A private copy of the verified bundle: manifest files only, fixed mtimes, no ``exclude``."""
+    dest.mkdir(parents=True)
+    for path, bf in sorted(ws.manifest.items()):
+        if path in exclude:
+            continue
+        target = dest / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        src = ws.bundle_root / path
+        if bf.mode == "120000":
+            link = os.readlink(src)
+            resolved = posixpath.normpath(posixpath.join(posixpath.dirname(path), link))
+            if link.startswith("/") or resolved.startswith("../") or resolved == "..":
+                continue  # a link out of the tree is not followed into the build
+            target.symlink_to(link)
+            continue
+        shutil.copyfile(src, target)
+        target.chmod(0o755 if bf.mode == "100755" else 0o644)
+        os.utime(target, (epoch, epoch))
+
+
+def export_build(result: StageResult, ctx: Context, dest_dir: Path) -> Path | None:
+    """Copy the built wheel from the audit directory to ``dest_dir``; None when none was built."""
+    wheel = result.details.get("wheel") if result.status is StageStatus.OK else None
+    if not wheel:
+        return None
+    src = ctx.out_dir / str(wheel["file"])
+    dest_dir.mkdir(parents=True, exist_ok=True)
+    target = dest_dir / src.name
+    shutil.copyfile(src, target)
+    return target

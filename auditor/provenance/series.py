@@ -167,3 +167,24 @@ def patch_ids_of(git: Git, shas: Sequence[str]) -> dict[str, str]:
         if sha:
             out[sha] = pid
     return out
+
+
+def diff_stats(git: Git, shas: Sequence[str]) -> dict[str, dict[str, int]]:
+    """Files changed, lines inserted and deleted by each commit (binary files count as files)."""
+    if not shas:
+        return {}
+    raw = git.run("log", "--no-walk=unsorted", "--numstat", "--no-renames", "--format=commit %H",
+                  *shas, "--").stdout
+    assert isinstance(raw, str)
+    out: dict[str, dict[str, int]] = {}
+    current: dict[str, int] | None = None
+    for line in raw.splitlines():
+        if line.startswith("commit "):
+            current = out.setdefault(line[7:].strip(), {"files": 0, "insertions": 0,
+                                                         "deletions": 0})
+        elif line.strip() and current is not None:
+            added, deleted, _ = line.split("\t", 2)
+            current["files"] += 1
+            current["insertions"] += int(added) if added.isdigit() else 0
+            current["deletions"] += int(deleted) if deleted.isdigit() else 0
+    return out

@@ -23,7 +23,7 @@ from auditor.provenance.anomalies import Anomaly, AnomalyKind, find_anomalies
 from auditor.provenance.compare import compare, display, tree_entries
 from auditor.provenance.gitview import open_repos
 from auditor.provenance.replay import replay
-from auditor.provenance.series import check_series
+from auditor.provenance.series import check_series, diff_stats
 from auditor.provenance.treehash import hash_folder, manifest_digest
 from auditor.provenance.unpack import Unpacked, unpack_bundle
 from auditor.spec import POLICIES_DIR, Spec
@@ -132,6 +132,7 @@ class VerifyStage(Stage):
         findings = tuple(finding_of(a, policy) for a in anomalies if a.is_finding)
 
         ok = not reasons
+        stats = diff_stats(git, [c.sha for c in series.commits])
         details.update({
             "ok": ok,
             "expected_tree": rp.tree,
@@ -143,7 +144,7 @@ class VerifyStage(Stage):
             "differences": [d.to_json() for d in differences[:DIFFERENCES_MAX]],
             "differences_total": len(differences),
             "anomalies": [a.to_json() for a in anomalies],
-            "commits": [c.to_json() for c in series.commits],
+            "commits": [{**c.to_json(), "stats": stats.get(c.sha)} for c in series.commits],
         })
         ctx.artifacts["workspace"] = Workspace(
             upstream_repo=spec.upstream.repo, patches_repo=spec.patches.repo,

@@ -1,4 +1,8 @@
-"""What the terminal shows: a one-screen summary of an audit, or of one stage."""
+"""What the terminal shows: a one-screen summary of an audit, or of one stage.
+
+Every untrusted string is redacted, its control bytes (ESC, BEL, OSC 8 hyperlinks, bidi overrides)
+made visible by :func:`~auditor.textsafe.terminal_safe`, and its rich markup escaped.
+"""
 
 from __future__ import annotations
 
@@ -7,41 +11,70 @@ from pathlib import Path
 from rich.console import Console
 from rich.markup import escape
 
-from auditor.model import AuditResult, StageResult
+from auditor.model import AuditResult, Finding, StageResult, StageStatus
+from auditor.report.view import build_view, clean_finding, short
 from auditor.textsafe import redact, terminal_safe
 
 _COLOURS = {"PASS": "green", "REVIEW": "yellow", "FAIL": "red", "INCOMPLETE": "magenta",
-            "ok": "green", "failed": "red", "incomplete": "magenta", "not-requested": "dim"}
+            "ok": "green", "failed": "red", "incomplete": "magenta", "not-requested": "dim",
+            "block": "red", "review": "yellow", "info": "blue", "waived": "dim"}
+#: findings listed per stage or summary before "… and N more"
+MAX_FINDINGS = 20
 
 
-def _safe(text: str) -> str:
-    return escape(terminal_safe(redact(text)))
+def safe(text: object) -> str:
+    return escape(terminal_safe(redact("" if text is None else str(text))))
+
+
+def _finding_line(f: Finding) -> str:
+    state = "waived" if f.waived else f.action.value
+    where = short(f.commit) if f.commit else "upstream"
+    loc = safe(f.path or "(no file)") + (f":{f.line}" if f.line >= 1 else "")
+    return (f"  [{_COLOURS[state]}]{state:<6}[/] {safe(f.category.value)} {loc} ({safe(where)}) "
+            f"{safe(f.message)}")
+
+
+def _findings(console: Console, findings: list[Finding]) -> None:
+    ranked = sorted(findings, key=lambda f: (f.waived, ("block", "review", "info")
+                                             .index(f.action.value), f.path, f.line))
+    for f in ranked[:MAX_FINDINGS]:
+        console.print(_finding_line(f))
+    if len(ranked) > MAX_FINDINGS:
+        console.print(f"  … and {len(ranked) - MAX_FINDINGS} more")
 
 
 def print_stage(console: Console, result: StageResult) -> None:
     colour = _COLOURS.get(result.status.value, "")
     console.print(f"[bold]{result.name}[/bold]: [{colour}]{result.status.value}[/{colour}]")
     for r in result.reasons:
-        console.print(f"  [red]✗[/red] {_safe(r)}")
+        console.print(f"  [red]✗[/red] {safe(r)}")
     for r in result.not_checked:
-        console.print(f"  [magenta]not checked:[/magenta] {_safe(r)}")
-    counted = [f for f in result.findings if f.counts]
-    for f in counted[:20]:
-        sha = (f.commit or "upstream")[:10]
-        console.print(f"  [{_COLOURS.get('FAIL' if f.action.value == 'block' else 'REVIEW')}]"
-                      f"{f.action.value}[/] {_safe(f.category.value)} {_safe(f.path)}:{f.line} "
-                      f"({sha}) {_safe(f.message)}")
-    if len(counted) > 20:
-        console.print(f"  … and {len(counted) - 20} more")
+        console.print(f"  [magenta]not checked:[/magenta] {safe(r)}")
+    _findings(console, [clean_finding(f) for f in result.findings])
 
 
 def print_summary(console: Console, audit: AuditResult, out: Path) -> None:
+    view = build_view(audit)
     colour = _COLOURS[audit.verdict.value]
     console.rule(f"[{colour}]verdict: {audit.verdict.value}[/{colour}]")
-    for r in audit.reasons[:12]:
-        console.print(f"  • {_safe(r)}")
-    for name, st in audit.stages.items():
-        c = _COLOURS.get(st.status.value, "")
-        n = len([f for f in st.findings if f.counts])
-        console.print(f"  {name:<7} [{c}]{st.status.value}[/{c}]" + (f"  {n} findings" if n else ""))
-    console.print(f"reports in [bold]{escape(str(out))}[/bold] (report.md, report.html, audit.json)")
+    for r in view.reasons[:12]:
+        console.print(f"  • {safe(r)}")
+    if len(view.reasons) > 12:
+        console.print(f"  … and {len(view.reasons) - 12} more reasons in report.md")
+    if view.not_checked:
+        console.print("[bold magenta]not checked[/bold magenta] (nothing here is reported clean):")
+        for x in view.not_checked[:12]:
+            console.print(f"  [magenta]![/magenta] {safe(x)}")
+    for line in view.stages:
+        c = _COLOURS.get(line.status.value, "")
+        text = line.summary if line.status is not StageStatus.NOT_REQUESTED else "not requested"
+        console.print(f"  {line.name:<7} [{c}]{line.status.value:<13}[/{c}] {safe(text)}")
+    dirty = [c for c in view.commits if c.counts.total]
+    if view.commits:
+        console.print(f"series: {len(view.commits)} commit(s), {len(dirty)} with findings")
+        for c in dirty[:MAX_FINDINGS]:
+            console.print(f"  {c.index:>3}. {safe(short(c.sha))} {safe(c.subject)[:60]} — "
+                          f"{c.counts.words()}")
+    _findings(console, [f for f in view.findings if f.counts])
+    console.print(f"reports in [bold]{safe(out)}[/bold] (report.md, report.html, "
+                  "findings.sarif, audit.json)")

@@ -1,17 +1,299 @@
-"""report.md: fits a pull-request comment (placeholder until the reports issue lands)."""
+"""report.md: the audit as a pull-request comment.
+
+Order: the verdict and why, what was NOT checked, one line per stage, the tree proof, findings by
+commit (the series in order) and by category, dependencies and vulnerabilities, the build, the SBOM,
+the service unit's exposure. Every untrusted string goes through :func:`md` (no links, HTML,
+emphasis or control bytes); secrets were already redacted by the view.
+"""
 
 from __future__ import annotations
 
-from auditor.model import AuditResult
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from auditor.model import AuditResult, Finding, StageStatus, Verdict
 from auditor.report.interface import Formatter
+from auditor.report.view import (
+    CommitView,
+    Counts,
+    ReportView,
+    as_list,
+    as_map,
+    as_text,
+    build_view,
+    dep_text,
+    exposure_text,
+    finding_state,
+    reproducible_word,
+    short,
+    vulnerabilities,
+)
+from auditor.textsafe import markdown_safe, redact, terminal_safe
+
+#: a PR comment holds 65,536 characters: long tables are cut and point at report.html
+MAX_ROWS = 60
+
+VERDICT_MARK = {Verdict.PASS: "✅", Verdict.REVIEW: "🟡", Verdict.FAIL: "❌",
+                Verdict.INCOMPLETE: "⚠️"}
+STATUS_MARK = {StageStatus.OK: "✅ ok", StageStatus.FAILED: "❌ failed",
+               StageStatus.INCOMPLETE: "⚠️ incomplete", StageStatus.NOT_REQUESTED: "➖ not requested"}
+
+
+_AUTOLINK = re.compile(r"(?i)\b(https?|ftp|file|javascript|vbscript|data|mailto)(:)")
+_WWW = re.compile(r"(?i)\b(www)(\.)")
+
+
+def md(text: Any) -> str:
+    """Untrusted text as inert inline Markdown (redacted, escaped, one line). URL schemes and
+    ``www.`` get an escaped ``:``/``.`` so that GitHub's autolinker makes no link of them."""
+    out = markdown_safe(redact(as_text(text)))
+    return _WWW.sub(r"\1\\\2", _AUTOLINK.sub(r"\1\\\2", out))
+
+
+def code(text: Any) -> str:
+    """A short identifier (sha, tree, ref) as inline code: no backticks, pipes or control bytes."""
+    value = terminal_safe(redact(as_text(text))).replace("\r", " ").replace("\n", " ")
+    value = value.replace("`", "'").replace("|", "\\|")
+    return f"`{value}`" if value.strip() else "—"
+
+
+def table(header: Sequence[str], rows: Iterable[Sequence[str]], *, limit: int = MAX_ROWS,
+          more: str = "in report.html") -> list[str]:
+    rows = list(rows)
+    out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    out += ["| " + " | ".join(r) + " |" for r in rows[:limit]]
+    if len(rows) > limit:
+        out.append("")
+        out.append(f"… and {len(rows) - limit} more {more}.")
+    return out
+
+
+def counts_cell(c: Counts) -> str:
+    return c.words() if c.total else "clean"
+
+
+def location(f: Finding) -> str:
+    return md(f.path or "(no file)") + (f":{f.line}" if f.line >= 1 else "")
+
+
+def finding_row(f: Finding, *, with_commit: bool = True) -> list[str]:
+    state = finding_state(f)
+    if f.waived and f.waiver:
+        state += f" ({md(f.waiver)})"
+    row = [state, f.severity.value, md(f.category.value), location(f)]
+    if with_commit:
+        row.append(code(short(f.commit)) if f.commit else "upstream")
+    row += [md(f.rule), md(f.message)]
+    return row
+
+
+def render_view(v: ReportView, *, heading: str = "#") -> str:
+    h2 = heading + "#"
+    out: list[str] = []
+    out.append(f"{heading} {VERDICT_MARK[v.verdict]} Audit verdict: **{v.verdict.value}**")
+    out.append("")
+    if v.title:
+        out.append(md(v.title) + (f" · {md(v.tool)}" if v.tool else ""))
+        out.append("")
+    out += [f"- {md(r)}" for r in v.reasons]
+    out.append("")
+
+    out.append(f"{h2} Not checked")
+    out.append("")
+    if v.not_checked:
+        out.append("**These requested checks did not run; nothing here is reported clean:**")
+        out.append("")
+        out += [f"- ⚠️ {md(x)}" for x in v.not_checked]
+    else:
+        out.append("Every requested check ran.")
+    if v.not_requested:
+        out.append(f"- Not requested by the spec (not checked at all): "
+                   f"{', '.join(md(n) for n in v.not_requested)}")
+    out.append("")
+
+    out.append(f"{h2} Stages")
+    out.append("")
+    out += table(["stage", "status", "summary"],
+                 ([s.name, STATUS_MARK[s.status], md(s.summary)] for s in v.stages))
+    out.append("")
+
+    out += _proof(v, h2)
+    out += _by_commit(v, h2)
+    out += _by_category(v, h2)
+    out += _deps(v, h2)
+    out += _build(v, h2)
+    out += _sbom_unit(v, h2)
+    return "\n".join(out).rstrip("\n") + "\n"
+
+
+def _proof(v: ReportView, h2: str) -> list[str]:
+    out = [f"{h2} Tree proof", ""]
+    p = v.proof
+    if p is None:
+        return out + ["Not requested: the bundle was not compared with upstream.", ""]
+    word = {True: "✅ the bundle is exactly upstream + the listed commits",
+            False: "❌ the bundle is NOT upstream + the listed commits",
+            None: "⚠️ not decided"}[p.ok]
+    out.append(f"**{word}**")
+    out.append("")
+    out.append(f"- upstream {code(p.upstream_ref)} → commit {code(p.upstream_commit)}, "
+               f"tree {code(p.upstream_tree)}")
+    out.append(f"- expected tree (upstream + series replayed): {code(p.expected_tree)}")
+    out.append(f"- bundle tree: {code(p.bundle_tree)}")
+    order = {True: "in order", False: "NOT in the listed order", None: "order unknown"}[p.order_ok]
+    out.append(f"- series: {p.listed} listed, {order}; unlisted (hidden): "
+               f"{_shas(p.unlisted)}; missing: {_shas(p.missing)}; merges: {_shas(p.merges)}")
+    out.append("")
+    if p.differences:
+        out.append("Paths that differ:")
+        out.append("")
+        out += table(["path", "change", "detail"],
+                     ([md(d.get("path")), md(d.get("change")), md(_diff_detail(d))]
+                      for d in p.differences))
+        out.append("")
+    if p.anomalies:
+        out.append("Anomalies worth a look:")
+        out.append("")
+        out += [f"- {md(a)}" for a in p.anomalies[:MAX_ROWS]]
+        if len(p.anomalies) > MAX_ROWS:
+            out.append(f"- … and {len(p.anomalies) - MAX_ROWS} more in report.html")
+        out.append("")
+    return out
+
+
+def _shas(values: Sequence[str]) -> str:
+    if not values:
+        return "none"
+    shown = ", ".join(code(short(s)) for s in values[:10])
+    return shown + (f" (+{len(values) - 10})" if len(values) > 10 else "")
+
+
+def _diff_detail(d: Mapping[str, Any]) -> str:
+    parts = []
+    for k, val in d.items():
+        if k in ("path", "change", "diff"):
+            continue
+        if isinstance(val, (str, int, float, bool)) or val is None:
+            parts.append(f"{k}: {as_text(val)}")
+    return ", ".join(parts)
+
+
+def _by_commit(v: ReportView, h2: str) -> list[str]:
+    out = [f"{h2} Findings by commit", ""]
+    if not v.commits and not v.others:
+        return out + ["No series commits were recorded and no findings were made.", ""]
+    if v.commits:
+        out += table(["#", "commit", "subject", "findings", "by category"],
+                     (_commit_row(c) for c in v.commits), limit=200)
+        out.append("")
+    for g in v.others:
+        out.append(f"**{md(g.label)}**: {counts_cell(g.counts)}")
+        out.append("")
+    return out
+
+
+def _commit_row(c: CommitView) -> list[str]:
+    cats = "; ".join(f"{md(cat)}: {cnt.words()}" for cat, cnt in c.by_category) or "—"
+    return [str(c.index), code(short(c.sha)), md(c.subject), counts_cell(c.counts), cats]
+
+
+def _by_category(v: ReportView, h2: str) -> list[str]:
+    out = [f"{h2} Findings by category", ""]
+    if not v.by_category:
+        scanned = any(s.name == "scan" and s.status is StageStatus.OK for s in v.stages)
+        return out + ["No findings." if scanned else
+                      "No findings — but the scan did not complete; see “Not checked”.", ""]
+    for cat, group in v.by_category:
+        out.append(f"{h2}# {md(cat)} — {Counts.of(group).words()}")
+        out.append("")
+        out += table(["action", "severity", "category", "location", "commit", "rule", "message"],
+                     (finding_row(f) for f in group))
+        out.append("")
+    return out
+
+
+def _deps(v: ReportView, h2: str) -> list[str]:
+    out = [f"{h2} Dependencies", ""]
+    d = v.deps
+    if d is None:
+        return out + ["Not requested.", ""]
+    if not d:
+        return out + ["No dependency data (the stage did not complete).", ""]
+    for key, label in (("added", "Added"), ("removed", "Removed"), ("changed", "Changed")):
+        items = as_list(d.get(key))
+        if items:
+            out.append(f"- {label}: " + ", ".join(md(dep_text(x)) for x in items[:MAX_ROWS])
+                       + (f" … (+{len(items) - MAX_ROWS})" if len(items) > MAX_ROWS else ""))
+        else:
+            out.append(f"- {label}: none")
+    src = as_map(d.get("source"))
+    if src:
+        out.append(f"- vulnerability data: {md(src.get('kind'))}"
+                   + (f", digest {code(short(src.get('digest'), 16))}" if src.get("digest") else "")
+                   + (f", {md(src.get('date'))}" if src.get("date") else ""))
+    out.append("")
+    vulns = vulnerabilities(d)
+    if vulns:
+        out += table(["id", "aliases", "package", "version", "fixed in", "severity"],
+                     ([md(x.id), md(x.aliases), md(x.package), md(x.version), md(x.fixed),
+                       md(x.severity)] for x in vulns))
+    else:
+        out.append("No known vulnerabilities in the data consulted.")
+    out.append("")
+    return out
+
+
+def _build(v: ReportView, h2: str) -> list[str]:
+    out = [f"{h2} Build", ""]
+    d = v.build
+    if d is None:
+        return out + ["Not requested: nothing was built.", ""]
+    if not d:
+        return out + ["No build data (the stage did not complete).", ""]
+    wheel = as_map(d.get("wheel"))
+    if wheel:
+        out.append(f"- wheel: {md(wheel.get('file'))}, sha256 {code(wheel.get('sha256'))}")
+    modules = as_list(d.get("modules"))
+    if modules:
+        out.append("- compiled here: " + ", ".join(
+            md(m.get("name") or m.get("path") or m.get("file")) if isinstance(m, Mapping)
+            else md(m) for m in modules[:MAX_ROWS]))
+    else:
+        out.append("- compiled here: none")
+    out.append(f"- {reproducible_word(d.get('reproducible'))}")
+    origins = d.get("origins")
+    if isinstance(origins, Mapping) and origins:
+        out.append("- origin of every file: " + ", ".join(
+            f"{md(k)}: {md(len(x) if isinstance(x, (list, tuple, Mapping)) else x)}"
+            for k, x in origins.items()))
+    out.append("")
+    return out
+
+
+def _sbom_unit(v: ReportView, h2: str) -> list[str]:
+    out = [f"{h2} SBOM, provenance and service", ""]
+    if v.sbom is None:
+        out.append("- SBOM: not requested")
+    else:
+        sbom = as_map(v.sbom.get("sbom"))
+        prov = as_map(v.sbom.get("provenance"))
+        out.append(f"- SBOM: {md(sbom.get('file')) if sbom else 'not written'}"
+                   + (f", serial {code(sbom.get('serial'))}" if sbom.get("serial") else ""))
+        out.append(f"- provenance: {md(prov.get('file') or 'statement') if prov else 'not written'}")
+    if v.unit is None:
+        out.append("- service unit: not requested")
+    else:
+        unit = v.unit.get("unit")
+        name = as_text(unit.get("file") or unit.get("name")) if isinstance(unit, Mapping) \
+            else as_text(unit)
+        out.append(f"- service unit: {md(name or 'not written')}, **{md(exposure_text(v.unit))}**")
+    out.append("")
+    return out
 
 
 class MarkdownFormatter(Formatter):
     filename = "report.md"
 
     def render(self, audit: AuditResult) -> str:
-        lines = [f"# Audit: {audit.verdict.value}", ""]
-        lines += [f"- {r}" for r in audit.reasons]
-        lines += ["", "| stage | status |", "|---|---|"]
-        lines += [f"| {n} | {s.status.value} |" for n, s in audit.stages.items()]
-        return "\n".join(lines) + "\n"
+        return render_view(build_view(audit))

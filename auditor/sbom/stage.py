@@ -1,15 +1,278 @@
-"""The sbom stage (not built yet: it says so and reports incomplete)."""
+"""The sbom stage: a CycloneDX 1.6 SBOM whose pedigree is upstream + every series commit, and an
+in-toto/SLSA provenance statement for the wheel auditor built.
+
+Reads the verified workspace, and the deps and build results when the spec asked for them. Writes
+``sbom.cdx.json`` (always) and ``provenance.intoto.json`` (only when a wheel was built) into the
+audit directory. :func:`export_sbom` copies the SBOM to where ``auditor sbom -o FILE`` asks.
+"""
 
 from __future__ import annotations
 
-from auditor.errors import NotBuiltError
-from auditor.model import StageResult
+import hashlib
+import os
+import re
+import sys
+import tempfile
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from auditor import __version__
+from auditor.errors import InputError
+from auditor.gitio import Git
+from auditor.model import STAGES, StageResult, StageStatus, Workspace, compute_verdict, status_for
+from auditor.sbom.cyclonedx_doc import SbomFacts, build_sbom
+from auditor.sbom.diffs import commit_diff
+from auditor.sbom.inputs import BuildInfo, DepsInfo, read_build, read_deps
+from auditor.sbom.intoto import ProvenanceFacts, build_provenance
+from auditor.spec import Spec
 from auditor.stage import Context, Stage
+from auditor.textsafe import redact
+
+SBOM_FILE = "sbom.cdx.json"
+PROVENANCE_FILE = "provenance.intoto.json"
 
 
 class SbomStage(Stage):
     name = "sbom"
     needs = ("verify",)
+    wants = ("deps", "build")
 
     def run(self, ctx: Context) -> StageResult:
-        raise NotBuiltError("auditor sbom is not built yet")
+        ws = ctx.workspace
+        if ws is None:
+            return StageResult(self.name, StageStatus.INCOMPLETE,
+                               not_checked=("no verified workspace: nothing to describe",))
+        spec = ctx.spec
+        build = read_build(ctx.results.get("build"))
+        deps = read_deps(ctx.results.get("deps"))
+        not_checked: list[str] = []
+        reasons: list[str] = []
+        not_checked += _build_gaps(spec, build)
+        not_checked += _deps_gaps(spec, deps)
+        if build.wheel is not None:
+            problem, missing = _check_wheel(ctx.out_dir, build)
+            if problem:
+                reasons.append(problem)
+            if missing:
+                not_checked.append(missing)
+        if reasons:
+            return StageResult(self.name, StageStatus.FAILED, reasons=tuple(reasons),
+                               not_checked=tuple(not_checked),
+                               details={"sbom": None, "provenance": None, "built": build.built})
+
+        git = Git(ws.patches_repo)
+        with ctx.status(f"sbom: reading {len(ws.commits)} series diffs"):
+            diffs = {c.sha: commit_diff(git, c.sha) for c in ws.commits}
+        manifest = manifest_digest(ws)
+        reproducible = ctx.options.reproducible
+        upstream_loc = _locator(spec, "upstream", spec.upstream.repo)
+        statuses = {name: ctx.results[name].status.value for name in STAGES
+                    if name in ctx.results and name != self.name}
+        facts = SbomFacts(
+            package=spec.profile.package, engine_version=spec.engine.version,
+            upstream_ref=spec.upstream.ref, upstream_locator=upstream_loc, workspace=ws,
+            manifest_sha256=manifest, diffs=diffs, build=build, deps=deps,
+            stage_statuses=statuses, notes=verdict_notes(ctx, ws),
+            timestamp=(document_time(ws, build) if reproducible
+                       else datetime.now(UTC).replace(microsecond=0)),
+            reproducible=reproducible, tool_version=__version__,
+            vuln_source=_vuln_source(spec))
+        sbom = build_sbom(facts)
+        provenance = None
+        if build.wheel is not None:
+            provenance = build_provenance(ProvenanceFacts(
+                workspace=ws, build=build, spec_file=spec.path, spec_root=spec.root,
+                recipe_file=spec.build.recipe if spec.build else None,
+                upstream_ref=spec.upstream.ref, upstream_locator=upstream_loc,
+                patches_locator=_locator(spec, "patches", spec.patches.repo),
+                manifest_sha256=manifest, reproducible=reproducible, tool_version=__version__))
+        _write(ctx.out_dir / SBOM_FILE, sbom.text)
+        if provenance is not None:
+            _write(ctx.out_dir / PROVENANCE_FILE, provenance.text)
+        ctx.progress(f"sbom: {sbom.commits} commits, {sbom.components} components"
+                     + (", provenance for the built wheel" if provenance else ", no build"))
+        details: dict[str, Any] = {
+            "sbom": {"file": SBOM_FILE, "serial": sbom.serial, "components": sbom.components,
+                     "commits": sbom.commits, "valid": True},
+            "provenance": ({"file": PROVENANCE_FILE, "subject": provenance.subject,
+                            "digest": provenance.digest} if provenance else None),
+            "built": build.built,
+        }
+        return StageResult(self.name, status_for((), not_checked, ()), details=details,
+                           not_checked=tuple(not_checked))
+
+
+# ---------------------------------------------------------------- what the inputs lack
+
+
+def _build_gaps(spec: Spec, build: BuildInfo) -> list[str]:
+    out = [f"sbom: {p}" for p in build.problems]
+    if build.status is None and spec.build is not None:
+        out.append("build did not run: the SBOM describes the source bundle; no provenance")
+    elif build.status in (StageStatus.INCOMPLETE, StageStatus.FAILED) and build.wheel is None:
+        out.append(f"build was {build.status.value} and produced no wheel: the SBOM describes "
+                   "the source bundle; no provenance was written")
+    if build.wheel is not None and build.official_wheel is None:
+        out.append("build: no official wheel reported: the pedigree lacks it as an ancestor")
+    return out
+
+
+def _deps_gaps(spec: Spec, deps: DepsInfo) -> list[str]:
+    out: list[str] = []
+    if deps.status is None and spec.deps is not None:
+        out.append("deps did not run: the SBOM lists no dependencies or vulnerabilities")
+    elif deps.status is StageStatus.INCOMPLETE:
+        out.append("deps was incomplete: the SBOM's dependencies and vulnerabilities may be "
+                   "partial")
+    out += [f"sbom: {p}" for p in deps.problems]
+    return out
+
+
+def _check_wheel(out_dir: Path, build: BuildInfo) -> tuple[str | None, str | None]:
+    """(a reason when the wheel on disk is not the one reported, a gap when it is not there)."""
+    assert build.wheel is not None
+    path = Path(build.wheel.file)
+    if not path.is_absolute():
+        path = out_dir / path
+    if not path.is_file():
+        return None, (f"built wheel {build.wheel.file} is not in the audit directory: its "
+                      "sha256 is the build stage's, not re-checked")
+    actual = sha256_file(path)
+    if actual != build.wheel.sha256:
+        return (f"built wheel {path.name} has sha256 {actual}, but the build stage reported "
+                f"{build.wheel.sha256}: no SBOM or provenance written for it"), None
+    return None, None
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def manifest_digest(ws: Workspace) -> str:
+    """sha256 over ``<mode> <sha256> <path>\\0`` for every bundle file, in path order."""
+    h = hashlib.sha256()
+    for path in sorted(ws.manifest):
+        f = ws.manifest[path]
+        h.update(f"{f.mode} {f.sha256} {path}\0".encode())
+    return h.hexdigest()
+
+
+def document_time(ws: Workspace, build: BuildInfo) -> datetime:
+    """SOURCE_DATE_EPOCH, else the build's, else the last series commit (or upstream) time."""
+    raw = os.environ.get("SOURCE_DATE_EPOCH")
+    if raw is not None and raw.strip():
+        if not raw.strip().isdigit():
+            raise InputError(f"SOURCE_DATE_EPOCH={raw!r} is not a number of seconds")
+        return datetime.fromtimestamp(int(raw.strip()), UTC)
+    if build.source_date_epoch is not None:
+        return datetime.fromtimestamp(build.source_date_epoch, UTC)
+    if ws.commits:
+        try:
+            return datetime.fromisoformat(ws.commits[-1].committer_date).astimezone(UTC)
+        except ValueError:
+            pass
+    stamp = Git(ws.upstream_repo).out("show", "-s", "--format=%ct", ws.upstream_commit)
+    return datetime.fromtimestamp(int(stamp), UTC)
+
+
+_URL_RE = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://|^[\w.-]+@[\w.-]+:")
+
+
+def _locator(spec: Spec, section: str, resolved: Path) -> str:
+    """A repository as a URL: the spec's own URL, or a file:// URL of the local path."""
+    raw = spec.raw.get(section, {}).get("repo") if isinstance(spec.raw, dict) else None
+    if section == "patches" and raw is None:
+        raw = spec.raw.get("upstream", {}).get("repo")
+    if isinstance(raw, str) and _URL_RE.match(raw):
+        return raw
+    return resolved.resolve().as_uri()
+
+
+def _vuln_source(spec: Spec) -> str | None:
+    if spec.deps is None:
+        return None
+    if spec.deps.vulns.startswith("osv:"):
+        return "osv"
+    return None if spec.deps.vulns == "none" else spec.deps.vulns
+
+
+def verdict_notes(ctx: Context, ws: Workspace) -> str:
+    """The audit so far in one paragraph (the final verdict is in audit.json, written later)."""
+    results = [ctx.results[n] for n in STAGES if n in ctx.results and n != "sbom"]
+    verdict, reasons = compute_verdict(results)
+    ref = ctx.spec.upstream.ref
+    proof = (f"the bundle proof held: the bundle is exactly upstream {ref} "
+             f"({ws.upstream_commit[:12]}) plus the {len(ws.commits)} listed commits"
+             if ws.proof_ok else
+             f"the bundle proof FAILED: the bundle is NOT exactly upstream {ref} "
+             f"({ws.upstream_commit[:12]}) plus the {len(ws.commits)} listed commits")
+    stages = ", ".join(f"{r.name} {r.status.value}" for r in results)
+    shown = "; ".join(reasons[:4]) + (f"; and {len(reasons) - 4} more" if len(reasons) > 4 else "")
+    return redact(
+        "Audit summary when this SBOM was written (the SBOM is made before the service unit "
+        "and the final report, so this is the verdict of the stages run so far, not the final "
+        f"one: audit.json has that): {proof}; stages: {stages}; provisional verdict "
+        f"{verdict.value}: {shown}.")
+
+
+def _write(path: Path, text: str) -> None:
+    """Write a file atomically (a sibling temporary file renamed into place)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def default_sbom_path(sbom_text: str) -> Path:
+    """``sboms/<name>-<version>.cdx.json`` from the SBOM's own component."""
+    import json
+
+    comp = json.loads(sbom_text).get("metadata", {}).get("component", {})
+    name = re.sub(r"[^A-Za-z0-9._+-]", "_", str(comp.get("name", "engine")))
+    version = re.sub(r"[^A-Za-z0-9._+-]", "_", str(comp.get("version", "unknown")))
+    return Path("sboms") / f"{name}-{version}.cdx.json"
+
+
+def export_sbom(result: StageResult, ctx: Context, output: Path | None) -> Path | None:
+    """Copy the stage's SBOM to ``output`` (``-`` for stdout; default under ``sboms/``).
+
+    Writes nothing when the stage wrote no SBOM (its result says why). Next to a file output, the
+    provenance statement (when there is one) is written as ``<name>.intoto.json``.
+    """
+    src = ctx.out_dir / SBOM_FILE
+    if not isinstance(result.details.get("sbom"), dict) or not src.is_file():
+        return None
+    text = src.read_text(encoding="utf-8")
+    if output is not None and str(output) == "-":
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return None
+    target = output if output is not None else default_sbom_path(text)
+    if target.is_dir():
+        target = target / default_sbom_path(text).name
+    prov = ctx.out_dir / PROVENANCE_FILE
+    stem = target.name.removesuffix(".json").removesuffix(".cdx")
+    prov_target = target.with_name(f"{stem}.intoto.json")
+    try:
+        _write(target, text)
+        if prov.is_file():
+            _write(prov_target, prov.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise InputError(f"cannot write the SBOM to {target}: {exc.strerror or exc}") from None
+    ctx.progress(f"SBOM written to {target}")
+    if prov.is_file():
+        ctx.progress(f"provenance statement written to {prov_target}")
+    return target

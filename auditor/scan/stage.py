@@ -1,15 +1,61 @@
-"""The scan stage (not built yet: it says so and reports incomplete)."""
+"""The scan stage: static scans of the verified bundle, findings attributed to commits.
+
+Requested when the spec has a ``[scan]`` section; needs the verify stage's workspace. The scope is
+``--scope``, else ``[scan] scope``; the policy and waivers come from ``[scan]``. Its ``--json``
+object: ``scope``, ``checked_files``, ``skipped``, ``scanners`` (name -> version), ``ruleset``,
+``cache`` (hits, misses, files scanned per scanner) plus the findings and ``not_checked``.
+"""
 
 from __future__ import annotations
 
-from auditor.errors import NotBuiltError
+from pathlib import Path
+
+from auditor.errors import InputError
 from auditor.model import StageResult
+from auditor.policy import load_policy, load_waivers
+from auditor.scan.bandit import BanditScanner
+from auditor.scan.builtin import BuiltinScanner
+from auditor.scan.engine import ScanConfig, run_scan
+from auditor.scan.interface import Scanner
+from auditor.scan.semgrep import SemgrepScanner
+from auditor.spec import Spec
 from auditor.stage import Context, Stage
+
+
+def default_scanners(spec: Spec, *, jobs: int, rules_dir: Path | None = None) -> list[Scanner]:
+    """semgrep (the rule set), bandit (Python), builtin (encoded literals, engine switches)."""
+    timeout = spec.scan.timeout if spec.scan is not None else 600
+    return [
+        SemgrepScanner(rules_dir, timeout=timeout, jobs=jobs),
+        BuiltinScanner(spec.profile.request_logging_flags, spec.profile.telemetry_env),
+        BanditScanner(timeout=timeout),
+    ]
 
 
 class ScanStage(Stage):
     name = "scan"
     needs = ("verify",)
 
+    def __init__(self, rules_dir: Path | None = None) -> None:
+        self.rules_dir = rules_dir  # None: policies/semgrep/rules
+
+    def requested(self, spec: Spec) -> bool:
+        return spec.scan is not None
+
     def run(self, ctx: Context) -> StageResult:
-        raise NotBuiltError("auditor scan is not built yet")
+        spec = ctx.spec
+        assert spec.scan is not None
+        ws = ctx.workspace
+        if ws is None:
+            raise InputError("the scan needs the verified workspace of the verify stage")
+        config = ScanConfig(
+            scope=ctx.options.scope or spec.scan.scope,
+            policy=load_policy(spec.scan.policy),
+            waivers=load_waivers(spec.scan.waivers),
+            cache_dir=ctx.cache_dir,
+            jobs=ctx.options.jobs,
+        )
+        scanners = default_scanners(spec, jobs=ctx.options.jobs, rules_dir=self.rules_dir)
+        workdir = ctx.workdir / "scan"
+        workdir.mkdir(parents=True, exist_ok=True)
+        return run_scan(ws, scanners, config, workdir, progress=ctx.progress)

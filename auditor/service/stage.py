@@ -1,9 +1,30 @@
-"""The unit stage (not built yet: it says so and reports incomplete)."""
+"""The unit stage (``auditor unit render``) and the unit check (``auditor unit check``).
+
+The stage renders ``<name>.service`` and ``<name>.env.example`` into the audit directory, lints the
+unit with :mod:`auditor.service.lint` and asks systemd about it (:mod:`auditor.service.analyze`).
+Its JSON details: ``unit`` and ``env_example`` (file names in the audit directory), ``profile``,
+``key_mode``, ``exposure`` (``{score, label}`` or null when it could not be measured),
+``exposure_threshold`` and ``verify`` (``{ok, warnings}`` or null). An exposure above the
+threshold is a finding; systemd-analyze missing leaves that check in ``not_checked`` (incomplete),
+and the lint still runs.
+"""
 
 from __future__ import annotations
 
-from auditor.errors import NotBuiltError
-from auditor.model import StageResult
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from auditor import __version__
+from auditor.errors import InputError, ToolError
+from auditor.model import Finding, StageResult, fingerprint_of, status_for
+from auditor.service import analyze
+from auditor.service.lint import EXPOSURE_RULE, VERIFY_RULE, lint_unit
+from auditor.service.render import render_unit
+from auditor.service.unitfile import UnitFile, parse_unit
+from auditor.spec import EngineProfile, Spec, load_profile
 from auditor.stage import Context, Stage
 
 
@@ -11,5 +32,110 @@ class UnitStage(Stage):
     name = "unit"
     needs = ()
 
+    def requested(self, spec: Spec) -> bool:
+        return spec.service is not None
+
     def run(self, ctx: Context) -> StageResult:
-        raise NotBuiltError("auditor unit is not built yet")
+        service = ctx.spec.service
+        assert service is not None
+        rendered = render_unit(service, ctx.spec.profile, spec_file=str(ctx.spec.path),
+                               tool_version=__version__)
+        ctx.out_dir.mkdir(parents=True, exist_ok=True)
+        _write(ctx.out_dir / rendered.unit_name, rendered.text, 0o644)
+        _write(ctx.out_dir / rendered.env_example_name, rendered.env_example_text, 0o600)
+        ctx.progress(f"wrote {rendered.unit_name} and {rendered.env_example_name}")
+        unit = parse_unit(rendered.text, rendered.unit_name)
+        return check_unit(unit, ctx.spec.profile, ctx.workdir / "unit-check", details={
+            "unit": rendered.unit_name, "env_example": rendered.env_example_name,
+            "key_mode": rendered.key_mode.value})
+
+
+def check_unit(unit: UnitFile, profile: EngineProfile, workdir: Path,
+               details: dict[str, Any]) -> StageResult:
+    """Lint + systemd-analyze verify + security; what could not run goes to not_checked."""
+    findings = lint_unit(unit, profile)
+    not_checked: list[str] = []
+    copy = analyze.checkable_copy(unit, workdir)
+    verify_json = None
+    try:
+        result = analyze.verify(copy, unit.path)
+        verify_json = result.to_json()
+        for w in result.warnings:
+            findings.append(_finding(VERIFY_RULE, unit.path, w.line or 0,
+                                     f"systemd-analyze verify: {w.message}", w.message))
+    except ToolError as exc:
+        not_checked.append(f"systemd-analyze verify of {unit.path}: {exc.message}")
+    exposure_json = None
+    try:
+        exposure = analyze.security(copy)
+        exposure_json = exposure.to_json()
+        if exposure.score > analyze.EXPOSURE_THRESHOLD:
+            findings.append(_finding(
+                EXPOSURE_RULE, unit.path, 0,
+                f"systemd-analyze security scores the unit {exposure.score:.1f} {exposure.label}, "
+                f"above {analyze.EXPOSURE_THRESHOLD:.1f}: harden it (see the other findings)",
+                "exposure"))
+    except ToolError as exc:
+        not_checked.append(f"systemd-analyze security (exposure score) of {unit.path}: "
+                           f"{exc.message}")
+    details = {**details, "profile": profile.name, "exposure": exposure_json,
+               "exposure_threshold": analyze.EXPOSURE_THRESHOLD, "verify": verify_json}
+    return StageResult(name="unit", status=status_for(findings, not_checked, ()),
+                       details=details, findings=tuple(findings), not_checked=tuple(not_checked))
+
+
+def _finding(rule: Any, path: str, line: int, message: str, code: str) -> Finding:
+    return Finding(rule=rule.id, category=rule.category, severity=rule.severity,
+                   action=rule.action, path=path, line=line, commit=None, message=message,
+                   scanner="systemd-analyze", fingerprint=fingerprint_of(rule.id, path, code))
+
+
+def check_unit_file(path: Path, profile: str) -> StageResult:
+    """``auditor unit check FILE``: the same checks on a unit someone already has."""
+    prof = load_profile(profile)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise InputError(f"{path}: is a directory, not a unit file") from None
+    except UnicodeDecodeError:
+        raise InputError(f"{path}: not UTF-8 text, not a unit file") from None
+    except OSError as exc:
+        raise InputError(f"{path}: cannot be read: {exc.strerror}") from None
+    unit = parse_unit(text, str(path))
+    with tempfile.TemporaryDirectory(prefix="auditor-unit-") as work:
+        return check_unit(unit, prof, Path(work), details={"unit": str(path),
+                                                           "env_example": None,
+                                                           "key_mode": None})
+
+
+def export_unit(result: StageResult, ctx: Context, output: Path) -> None:
+    """Copy the rendered unit to ``output`` ("-": stdout) and the example env file next to it."""
+    name = result.details.get("unit")
+    if not name:
+        return  # nothing was rendered; the stage's status says why
+    text = (ctx.out_dir / name).read_text(encoding="utf-8")
+    if str(output) == "-":
+        sys.stdout.write(text)
+        return
+    if not output.parent.is_dir():
+        raise InputError(f"{output.parent}: no such directory for {output.name}")
+    _write(output, text, 0o644)
+    env_name = result.details.get("env_example")
+    if env_name:
+        env_text = (ctx.out_dir / env_name).read_text(encoding="utf-8")
+        _write(output.with_name(f"{output.stem}.env.example"), env_text, 0o600)
+
+
+def _write(path: Path, text: str, mode: int) -> None:
+    """Atomically, with ``mode`` from the start (never briefly more open)."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        os.fchmod(fd, mode)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
