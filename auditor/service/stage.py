@@ -111,7 +111,11 @@ def check_unit_file(path: Path, profile: str) -> StageResult:
 
 
 def export_unit(result: StageResult, ctx: Context, output: Path) -> None:
-    """Copy the rendered unit to ``output`` ("-": stdout) and the example env file next to it."""
+    """Copy the rendered unit to ``output`` and the example environment file next to it.
+
+    ``output`` may be a folder (the unit keeps its name there) or ``-`` (the unit on stdout, no
+    example file).
+    """
     name = result.details.get("unit")
     if not name:
         return  # nothing was rendered; the stage's status says why
@@ -119,6 +123,8 @@ def export_unit(result: StageResult, ctx: Context, output: Path) -> None:
     if str(output) == "-":
         sys.stdout.write(text)
         return
+    if output.is_dir():
+        output = output / name
     if not output.parent.is_dir():
         raise InputError(f"{output.parent}: no such directory for {output.name}")
     _write(output, text, 0o644)
