@@ -1,1 +1,1 @@
-"""deps."""
+"""deps: dependency extraction and diff, typosquats, and vulnerabilities (issue 5)."""

@@ -20,12 +20,13 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, assert_never
 
 from auditor.deps.declaration import Declaration, Extraction, Kind
 from auditor.deps.diff import DepsDiff, Issue, diff
 from auditor.deps.extract import extract_tree
-from auditor.deps.tree import DirTree, GitTree
+from auditor.deps.tree import DirTree, GitTree, Tree
 from auditor.deps.typosquat import popular_packages
 from auditor.deps.vulns.interface import (
     NoSource,
@@ -61,14 +62,13 @@ def source_kind(vulns: str) -> SourceKind:
     return SourceKind(vulns)
 
 
-def make_source(deps: DepsSpec, ctx: Context) -> VulnerabilitySource:
+def make_source(deps: DepsSpec, workdir: Path, *, online: bool) -> VulnerabilitySource:
     kind = source_kind(deps.vulns)
     if kind is SourceKind.OSV:
         assert deps.osv_path is not None
         return OsvSnapshotSource(deps.osv_path)
     if kind is SourceKind.PIP_AUDIT:
-        return PipAuditSource(ctx.workdir / "deps", online=ctx.options.online,
-                              osv_url=deps.osv_url)
+        return PipAuditSource(workdir / "deps", online=online, osv_url=deps.osv_url)
     if kind is SourceKind.NONE:
         return NoSource()
     assert_never(kind)
@@ -106,10 +106,12 @@ def split_pins(bundle: Sequence[Declaration]) -> tuple[list[Package], list[str]]
 class Attributor:
     """Which series commit introduced a declaration (cached git blame per file)."""
 
-    def __init__(self, ws: Workspace) -> None:
+    def __init__(self, ws: Workspace, upstream: Tree) -> None:
         self.ws = ws
+        self.upstream = upstream
         self._origins: dict[str, list[str | None]] = {}
         self._removals: dict[tuple[str, str], str | None] = {}
+        self._upstream_lines: dict[str, list[str]] = {}
 
     def bundle_lines(self, path: str, first: int, last: int) -> tuple[str | None, bool, bool]:
         """(commit, inherited, unexplained) for lines ``first..last`` of a bundle file: the
@@ -130,8 +132,13 @@ class Attributor:
             return None, False, True
         return None, True, False
 
-    def removal(self, path: str, text: str) -> str | None:
-        """The newest series commit that changed how often ``text`` occurs in ``path``."""
+    def removal(self, path: str, line: int) -> str | None:
+        """The newest series commit that changed how often upstream's line ``line`` of ``path``
+        occurs in that file (``git log -S``): the commit that removed it."""
+        if path not in self._upstream_lines:
+            self._upstream_lines[path] = (self.upstream.read_text(path) or "").splitlines()
+        lines = self._upstream_lines[path]
+        text = lines[line - 1] if 0 < line <= len(lines) else ""
         key = (path, text)
         if key not in self._removals:
             sha = None
@@ -153,7 +160,7 @@ def _finding(issue: Issue, att: Attributor, policy: Policy) -> Finding:
     d = issue.decl
     message = issue.message
     if issue.upstream_side:
-        commit, inherited = att.removal(d.file, d.text), False
+        commit, inherited = att.removal(d.file, d.line), False
         message += f" (was line {d.line} upstream)"
     else:
         commit, inherited, unexplained = att.bundle_lines(d.file, d.line, d.end_line)
@@ -225,15 +232,16 @@ class DepsStage(Stage):
         assert ws is not None and deps is not None  # the pipeline checks both
         policy = policy_for(ctx.spec)
         with ctx.status("reading dependency declarations"):
-            up = extract_tree(GitTree(Git(ws.upstream_repo), ws.upstream_commit))
+            upstream_tree = GitTree(Git(ws.upstream_repo), ws.upstream_commit)
+            up = extract_tree(upstream_tree)
             b = extract_tree(DirTree(ws.bundle_root, ws.manifest))
         dd = diff(up.declarations, b.declarations, typosquat_distance=deps.typosquat_distance,
                   popular=popular_packages())
         pinned, unpinned = split_pins(b.declarations)
-        source = make_source(deps, ctx)
+        source = make_source(deps, ctx.workdir, online=ctx.options.online)
         with ctx.status(f"vulnerabilities of {len(pinned)} pinned packages: {deps.vulns}"):
             report = source.check(pinned)
-        att = Attributor(ws)
+        att = Attributor(ws, upstream_tree)
         issues = list(dd.issues) + vulnerability_issues(report.vulnerabilities, b.declarations)
         findings = [_finding(i, att, policy) for i in issues]
         if ctx.spec.scan is not None and ctx.spec.scan.waivers is not None:

@@ -1,0 +1,122 @@
+"""Read-only views of the two trees compared: upstream through git, the bundle from its copy.
+
+Nothing is checked out and no symbolic link is followed: the upstream tree is read with
+``git ls-tree -r`` and ``git cat-file --batch``; the bundle from the verified private copy, listing
+only regular files (the workspace manifest, or a walk that does not follow links).
+"""
+
+from __future__ import annotations
+
+import os
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path, PurePosixPath
+
+from auditor.errors import ToolError
+from auditor.gitio import Git
+from auditor.model import BundleFile
+
+MAX_FILE_BYTES = 4 * 1024 * 1024  # a dependency file larger than this is not read
+
+
+class Tree(ABC):
+    """A set of posix paths with their contents."""
+
+    label: str
+
+    @abstractmethod
+    def paths(self) -> tuple[str, ...]:
+        """Every regular file, sorted."""
+
+    @abstractmethod
+    def read_many(self, paths: Iterable[str]) -> dict[str, bytes | None]:
+        """Contents by path; None for a file that is missing or too large to read."""
+
+    def read_text(self, path: str) -> str | None:
+        data = self.read_many([path]).get(path)
+        return None if data is None else data.decode("utf-8", "replace")
+
+
+class GitTree(Tree):
+    """A commit's tree in a repository (bare or not)."""
+
+    def __init__(self, git: Git, commit: str, label: str = "upstream") -> None:
+        self.git = git
+        self.commit = commit
+        self.label = label
+        self._blobs: dict[str, tuple[str, int]] = {}
+        out = git.run("ls-tree", "-r", "-z", "--full-tree", "-l", commit, text=False).stdout
+        assert isinstance(out, bytes)
+        for entry in out.split(b"\0"):
+            if not entry:
+                continue
+            meta, _, path = entry.partition(b"\t")
+            mode, kind, sha, size = meta.split()
+            if kind != b"blob" or mode == b"120000":
+                continue
+            self._blobs[path.decode("utf-8", "surrogateescape")] = (
+                sha.decode(), int(size) if size.isdigit() else 0)
+
+    def paths(self) -> tuple[str, ...]:
+        return tuple(sorted(self._blobs))
+
+    def read_many(self, paths: Iterable[str]) -> dict[str, bytes | None]:
+        wanted = [p for p in paths if p in self._blobs]
+        out: dict[str, bytes | None] = {p: None for p in paths}
+        small = [p for p in wanted if self._blobs[p][1] <= MAX_FILE_BYTES]
+        if not small:
+            return out
+        batch = "".join(f"{self._blobs[p][0]}\n" for p in small).encode()
+        data = self.git.run("cat-file", "--batch", input=batch, text=False).stdout
+        assert isinstance(data, bytes)
+        pos = 0
+        for p in small:
+            nl = data.index(b"\n", pos)
+            header = data[pos:nl].split()
+            if len(header) != 3:
+                raise ToolError(f"git cat-file --batch: unexpected header {header!r}")
+            size = int(header[2])
+            out[p] = data[nl + 1: nl + 1 + size]
+            pos = nl + 1 + size + 1
+        return out
+
+
+class DirTree(Tree):
+    """The bundle's private copy; regular files only (links are not followed)."""
+
+    def __init__(self, root: Path, manifest: Mapping[str, BundleFile] | None = None,
+                 label: str = "bundle") -> None:
+        self.root = root
+        self.label = label
+        if manifest:
+            self._paths = tuple(sorted(p for p, f in manifest.items() if f.mode != "120000"))
+        else:
+            found = []
+            for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+                dirnames[:] = [d for d in dirnames if d != ".git"]
+                for name in filenames:
+                    full = Path(dirpath) / name
+                    if full.is_symlink() or not full.is_file():
+                        continue
+                    found.append(full.relative_to(root).as_posix())
+            self._paths = tuple(sorted(found))
+
+    def paths(self) -> tuple[str, ...]:
+        return self._paths
+
+    def read_many(self, paths: Iterable[str]) -> dict[str, bytes | None]:
+        out: dict[str, bytes | None] = {}
+        for p in paths:
+            full = self.root / p
+            try:
+                if full.is_symlink() or not full.is_file() or full.stat().st_size > MAX_FILE_BYTES:
+                    out[p] = None
+                else:
+                    out[p] = full.read_bytes()
+            except OSError:
+                out[p] = None
+        return out
+
+
+def select(paths: Iterable[str], wanted: Callable[[PurePosixPath], bool]) -> list[str]:
+    return [p for p in paths if not p.startswith(".git/") and wanted(PurePosixPath(p))]

@@ -1,0 +1,1 @@
+"""Vulnerability sources behind one interface: an offline OSV snapshot, pip-audit, none."""
