@@ -74,7 +74,7 @@ class SbomStage(Stage):
             upstream_ref=spec.upstream.ref, upstream_locator=upstream_loc, workspace=ws,
             manifest_sha256=manifest, diffs=diffs, build=build, deps=deps,
             stage_statuses=statuses, notes=verdict_notes(ctx, ws),
-            timestamp=(document_time(ws, build) if reproducible
+            timestamp=(document_time(ws, build) if reproducible or _env_epoch() is not None
                        else datetime.now(UTC).replace(microsecond=0)),
             reproducible=reproducible, tool_version=__version__,
             vuln_source=_vuln_source(spec))
@@ -167,11 +167,9 @@ def manifest_digest(ws: Workspace) -> str:
 
 def document_time(ws: Workspace, build: BuildInfo) -> datetime:
     """SOURCE_DATE_EPOCH, else the build's, else the last series commit (or upstream) time."""
-    raw = os.environ.get("SOURCE_DATE_EPOCH")
-    if raw is not None and raw.strip():
-        if not raw.strip().isdigit():
-            raise InputError(f"SOURCE_DATE_EPOCH={raw!r} is not a number of seconds")
-        return datetime.fromtimestamp(int(raw.strip()), UTC)
+    env = _env_epoch()
+    if env is not None:
+        return datetime.fromtimestamp(env, UTC)
     if build.source_date_epoch is not None:
         return datetime.fromtimestamp(build.source_date_epoch, UTC)
     if ws.commits:
@@ -181,6 +179,15 @@ def document_time(ws: Workspace, build: BuildInfo) -> datetime:
             pass
     stamp = Git(ws.upstream_repo).out("show", "-s", "--format=%ct", ws.upstream_commit)
     return datetime.fromtimestamp(int(stamp), UTC)
+
+
+def _env_epoch() -> int | None:
+    raw = os.environ.get("SOURCE_DATE_EPOCH", "").strip()
+    if not raw:
+        return None
+    if not raw.isdigit():
+        raise InputError(f"SOURCE_DATE_EPOCH={raw!r} is not a whole number of seconds")
+    return int(raw)
 
 
 _URL_RE = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://|^[\w.-]+@[\w.-]+:")

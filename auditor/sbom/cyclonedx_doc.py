@@ -1,0 +1,453 @@
+"""The CycloneDX 1.6 JSON document: the artifact, its pedigree (upstream + every series commit),
+its modules, dependencies, CMake-fetched sources and vulnerabilities.
+
+Built with cyclonedx-python-lib, then put in order: the library keeps ``pedigree.commits`` and
+``pedigree.patches`` in sorted sets (sorted by sha), and a fork's series is meaningful only in its
+own order, so the serialised lists are rearranged into series order before the document is checked
+against the 1.6 schema. An invalid document is an error; nothing is written.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import uuid
+import warnings
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import jsonschema
+from cyclonedx.model import (
+    AttachedText,
+    ExternalReference,
+    ExternalReferenceType,
+    HashAlgorithm,
+    HashType,
+    IdentifiableAction,
+    Property,
+    XsUri,
+)
+from cyclonedx.model.bom import Bom, BomMetaData
+from cyclonedx.model.component import (
+    Commit,
+    Component,
+    ComponentType,
+    Diff,
+    Patch,
+    PatchClassification,
+    Pedigree,
+)
+from cyclonedx.model.impact_analysis import ImpactAnalysisAffectedStatus, ImpactAnalysisState
+from cyclonedx.model.tool import ToolRepository
+from cyclonedx.model.vulnerability import (
+    BomTarget,
+    BomTargetVersionRange,
+    Vulnerability,
+    VulnerabilityAnalysis,
+    VulnerabilityRating,
+    VulnerabilityReference,
+    VulnerabilitySeverity,
+    VulnerabilitySource,
+)
+from cyclonedx.output.json import JsonV1Dot6
+from packageurl import PackageURL
+from packaging.utils import canonicalize_name
+
+from auditor.errors import ToolError
+from auditor.model import SeriesCommit, Workspace
+from auditor.sbom.diffs import CommitDiff
+from auditor.sbom.inputs import BuildInfo, DepsInfo, Module, sha256_or_none
+from auditor.textsafe import redact
+
+#: the serial of a reproducible SBOM is uuid5(SERIAL_NAMESPACE, sha256 of the content)
+SERIAL_NAMESPACE = uuid.UUID("6f0d5d2e-3a58-5b8e-9c3e-1f5a0a6b7c21")
+ARTIFACT_REF = "auditor:artifact"
+P = "auditor:"  # property namespace
+_FORMATS = jsonschema.FormatChecker()
+
+
+@dataclass(frozen=True)
+class SbomFacts:
+    """Everything the document says, gathered by the stage."""
+
+    package: str  # the engine's package name (spec.engine profile)
+    engine_version: str
+    upstream_ref: str
+    upstream_locator: str  # where upstream lives: the spec's URL, or a file:// URL of the mirror
+    workspace: Workspace
+    manifest_sha256: str
+    diffs: Mapping[str, CommitDiff]  # by commit sha
+    build: BuildInfo
+    deps: DepsInfo
+    stage_statuses: Mapping[str, str]
+    notes: str
+    timestamp: datetime
+    reproducible: bool
+    tool_version: str
+    vuln_source: str | None  # "osv", "pip-audit" or None
+
+
+@dataclass(frozen=True)
+class SbomDocument:
+    text: str
+    serial: str
+    components: int
+    commits: int
+
+
+def _sha256(hexdigest: str) -> HashType:
+    return HashType(alg=HashAlgorithm.SHA_256, content=hexdigest)
+
+
+def _props(pairs: Sequence[tuple[str, Any]]) -> list[Property]:
+    out = []
+    for name, value in pairs:
+        if value is None:
+            continue
+        text = ("true" if value else "false") if isinstance(value, bool) else str(value)
+        out.append(Property(name=P + name, value=text))
+    return out
+
+
+def safe_uri(text: str | None) -> XsUri | None:
+    """An XsUri the 1.6 schema accepts (an IRI reference), percent-encoding what it refuses;
+    None when it still refuses (e.g. ``git+ssh://git@host:org/repo``): the raw text stays in a
+    property, and one odd URL in a requirements file cannot make the whole SBOM invalid."""
+    if not text:
+        return None
+    from urllib.parse import quote
+
+    safe = ":/?=&@+~.-_!$'()*,;"
+    for candidate in (text, quote(text, safe=safe + "#"), quote(text, safe=safe)):
+        try:
+            uri = XsUri(candidate)
+        except Exception:  # noqa: BLE001 - the library raises its own InvalidUriException
+            continue
+        if _FORMATS.conforms(str(uri), "iri-reference"):
+            return uri
+    return None
+
+
+def _ref(kind: ExternalReferenceType, url: str | None, comment: str | None = None
+         ) -> list[ExternalReference]:
+    uri = safe_uri(url)
+    return [ExternalReference(type=kind, url=uri, comment=comment)] if uri else []
+
+
+def _when(iso: str) -> datetime | None:
+    try:
+        return datetime.fromisoformat(iso)
+    except (TypeError, ValueError):
+        return None
+
+
+def _pypi_purl(name: str, version: str | None) -> PackageURL:
+    return PackageURL(type="pypi", name=str(canonicalize_name(name)), version=version)
+
+
+# ---------------------------------------------------------------- pieces
+
+
+def _upstream_component(f: SbomFacts) -> Component:
+    ws = f.workspace
+    return Component(
+        type=ComponentType.LIBRARY, bom_ref="auditor:upstream", name=f.package,
+        version=f.upstream_ref,
+        description=f"upstream source at {f.upstream_ref} (commit {ws.upstream_commit})",
+        purl=PackageURL(type="generic", name=f.package, version=ws.upstream_commit,
+                        qualifiers={"vcs_url": f"git+{f.upstream_locator}@{ws.upstream_commit}"}),
+        external_references=_ref(ExternalReferenceType.VCS, f.upstream_locator,
+                                 f"commit {ws.upstream_commit}"),
+        properties=_props([("git:commit", ws.upstream_commit), ("git:tree", ws.upstream_tree or None),
+                           ("git:ref", f.upstream_ref)]))
+
+
+def _official_component(f: SbomFacts) -> Component | None:
+    w = f.build.official_wheel
+    if w is None:
+        return None
+    return Component(
+        type=ComponentType.LIBRARY, bom_ref="auditor:official-wheel", name=w.name,
+        version=w.version, purl=_pypi_purl(w.name, w.version), hashes=[_sha256(w.sha256)],
+        description="the official wheel: every file of the built wheel not compiled here is "
+                    "taken from it",
+        properties=_props([("file", w.file.rsplit("/", 1)[-1])]))
+
+
+def _person(when: str, name: str, email: str) -> IdentifiableAction:
+    """Who and when; an address the schema would reject (git accepts anything) joins the name."""
+    if email and not _FORMATS.conforms(email, "idn-email"):
+        name, email = f"{name} <{email}>".strip(), ""
+    return IdentifiableAction(timestamp=_when(when), name=name or None, email=email or None)
+
+
+def _commit(c: SeriesCommit) -> Commit:
+    return Commit(
+        uid=c.sha,
+        author=_person(c.author_date, c.author_name, c.author_email),
+        committer=_person(c.committer_date, c.committer_name, c.committer_email),
+        message=redact(c.message) or c.subject or "(no message)")
+
+
+def _patch(d: CommitDiff) -> Patch:
+    return Patch(type=PatchClassification.UNOFFICIAL,
+                 diff=Diff(text=AttachedText(content=d.text, content_type="text/x-diff")))
+
+
+def _module_component(m: Module) -> Component:
+    return Component(
+        type=ComponentType.FILE, bom_ref=f"auditor:module:{m.wheel_path}", name=m.wheel_path,
+        hashes=[_sha256(m.sha256)] if m.sha256 else [],
+        description=("compiled here from audited source" if m.action == "built"
+                     else "taken unchanged from the official wheel" if m.action == "official"
+                     else f"action {m.action}"),
+        properties=_props([("module:name", m.name), ("module:action", m.action),
+                           ("module:builder", m.builder)]
+                          + [("module:source", s) for s in m.sources]
+                          + [("module:changed-source", s) for s in m.changed_sources]
+                          + [("module:command", c) for c in m.commands]))
+
+
+def _dependency_components(f: SbomFacts) -> tuple[list[Component], dict[str, list[str]]]:
+    """Components for the declared dependencies; also canonical name -> their bom-refs."""
+    comps: list[Component] = []
+    by_name: dict[str, list[str]] = {}
+    cmake_names = {c.name for c in f.deps.cmake_fetches}
+    for i, d in enumerate(f.deps.dependencies):
+        if d.kind.startswith("cmake") and d.name in cmake_names:
+            continue  # described with its repository and commit below
+        ref = f"auditor:dep:{i}:{canonicalize_name(d.name)}"
+        refs: list[ExternalReference] = []
+        if d.kind in ("pypi",):
+            purl = _pypi_purl(d.name, d.pin)
+        elif d.kind == "vcs":
+            purl = PackageURL(type="generic", name=d.name, version=d.pin,
+                              qualifiers={"vcs_url": d.url} if d.url else None)
+            refs = _ref(ExternalReferenceType.VCS, d.url)
+        else:
+            purl = PackageURL(type="generic", name=d.name, version=d.pin,
+                              qualifiers={"download_url": d.url} if d.url else None)
+            refs = _ref(ExternalReferenceType.DISTRIBUTION, d.url)
+        comps.append(Component(
+            type=ComponentType.LIBRARY, bom_ref=ref, name=d.name, version=d.pin, purl=purl,
+            external_references=refs,
+            properties=_props([("dependency:kind", d.kind), ("dependency:specifier", d.specifier),
+                               ("dependency:pinned", d.pin is not None),
+                               ("dependency:url", d.url)]
+                              + [("dependency:declared-in", loc) for loc in d.locations])))
+        by_name.setdefault(str(canonicalize_name(d.name)), []).append(ref)
+    for c in f.deps.cmake_fetches:
+        ref = f"auditor:cmake:{c.name}"
+        hashes = []
+        digest = sha256_or_none(c.hash)
+        if digest:
+            hashes.append(_sha256(digest))
+        qualifiers = {}
+        if c.repository:
+            qualifiers["vcs_url"] = f"git+{c.repository}" + (f"@{c.tag}" if c.tag else "")
+        elif c.url:
+            qualifiers["download_url"] = c.url
+        commit = c.tag if c.tag and len(c.tag) == 40 and all(
+            ch in "0123456789abcdef" for ch in c.tag.lower()) else None
+        comps.append(Component(
+            type=ComponentType.LIBRARY, bom_ref=ref, name=c.name, version=c.tag,
+            purl=PackageURL(type="generic", name=c.name, version=c.tag,
+                            qualifiers=qualifiers or None),
+            hashes=hashes,
+            external_references=(_ref(ExternalReferenceType.VCS, c.repository)
+                                 + _ref(ExternalReferenceType.DISTRIBUTION, c.url)),
+            description="source fetched by CMake at build time",
+            properties=_props([("cmake:repository", c.repository), ("cmake:tag", c.tag),
+                               ("cmake:commit", commit),
+                               ("cmake:pinned", c.pinned if c.pinned is not None
+                                else commit is not None or digest is not None),
+                               ("cmake:url", c.url), ("cmake:hash", c.hash),
+                               ("cmake:declared-in", c.location)])))
+        by_name.setdefault(str(canonicalize_name(c.name)), []).append(ref)
+    return comps, by_name
+
+
+_SEVERITIES = {s.value: s for s in VulnerabilitySeverity}
+
+
+def _vulnerabilities(f: SbomFacts, by_name: Mapping[str, list[str]]) -> list[Vulnerability]:
+    out = []
+    kind = f.deps.vuln_source.get("kind") or f.vuln_source
+    source = None
+    if kind == "osv":
+        source = VulnerabilitySource(name="OSV (offline snapshot)")
+    elif kind == "pip-audit":
+        source = VulnerabilitySource(name="pip-audit")
+    for i, v in enumerate(f.deps.vulnerabilities):
+        refs = by_name.get(str(canonicalize_name(v.package)), [])
+        versions = []
+        if v.version:
+            versions.append(BomTargetVersionRange(version=v.version,
+                                                  status=ImpactAnalysisAffectedStatus.AFFECTED))
+        versions += [BomTargetVersionRange(version=x, status=ImpactAnalysisAffectedStatus.UNAFFECTED)
+                     for x in v.fixed]
+        severity = _SEVERITIES.get((v.severity or "").lower(), VulnerabilitySeverity.UNKNOWN)
+        analysis = None
+        if v.waived:
+            analysis = VulnerabilityAnalysis(
+                state=ImpactAnalysisState.NOT_AFFECTED,
+                detail="waived in this audit" + (f": {redact(v.waiver)}" if v.waiver else "")
+                       + " (a reviewer's waiver, recorded as such)")
+        out.append(Vulnerability(
+            bom_ref=f"auditor:vuln:{i}:{v.id}", id=v.id, source=source,
+            description=redact(v.summary) if v.summary else None,
+            references=[VulnerabilityReference(id=a, source=VulnerabilitySource(name="alias"))
+                        for a in v.aliases],
+            ratings=[VulnerabilityRating(severity=severity)],
+            recommendation=(f"upgrade {v.package} to {' or '.join(v.fixed)}" if v.fixed else None),
+            affects=[BomTarget(ref=r, versions=versions) for r in refs],
+            analysis=analysis,
+            properties=_props([("vulnerability:package", v.package),
+                               ("vulnerability:version", v.version),
+                               ("vulnerability:severity", v.severity),
+                               ("vulnerability:severity-source", v.severity_source),
+                               ("vulnerability:waived", v.waived)])))
+    return out
+
+
+def _artifact(f: SbomFacts, pedigree: Pedigree) -> Component:
+    ws = f.workspace
+    b = f.build
+    common: list[tuple[str, Any]] = [
+        ("built", b.built),
+        ("proof", "ok" if ws.proof_ok else "failed"),
+        ("bundle:git-tree", ws.bundle_tree or None),
+        ("bundle:manifest-sha256", f.manifest_sha256),
+        ("bundle:files", len(ws.manifest)),
+        ("upstream:commit", ws.upstream_commit),
+        ("upstream:ref", f.upstream_ref),
+        ("series:head", ws.head_commit),
+        ("series:commits", len(ws.commits)),
+    ]
+    common += [(f"stage:{name}", status) for name, status in f.stage_statuses.items()]
+    common += [("patch:diff-sha256", f"{sha} {d.sha256} {d.size}") for sha, d in f.diffs.items()]
+    common += [("build:status", b.status.value if b.status else "did-not-run"),
+               ("build:reproducible", b.reproducible),
+               ("build:source-date-epoch", b.source_date_epoch)]
+    common += [(f"toolchain:{k}", v if isinstance(v, (str, int, float, bool))
+                else json.dumps(v, sort_keys=True))
+               for k, v in sorted(b.toolchain.items()) if v is not None]
+    common += [("deps:status", f.deps.status.value if f.deps.status else "did-not-run")]
+    common += [(f"deps:vulnerability-source:{k}", v)
+               for k, v in sorted(f.deps.vuln_source.items())]
+    common += [("deps:package-index", u) for u in f.deps.indexes]
+    if b.wheel is not None:
+        w = b.wheel
+        return Component(
+            type=ComponentType.LIBRARY, bom_ref=ARTIFACT_REF, name=w.name, version=w.version,
+            purl=_pypi_purl(w.name, w.version), hashes=[_sha256(w.sha256)],
+            description="wheel built by auditor: modules compiled here from the audited bundle, "
+                        "every other file from the official wheel",
+            pedigree=pedigree,
+            properties=_props([("file", w.file.rsplit("/", 1)[-1])] + common))
+    return Component(
+        type=ComponentType.LIBRARY, bom_ref=ARTIFACT_REF, name=f.package, version=f.engine_version,
+        hashes=[_sha256(f.manifest_sha256)],
+        description="the verified source bundle; no artifact was built",
+        pedigree=pedigree,
+        properties=_props([("note", "no artifact was built: this SBOM describes the verified "
+                                    "source bundle (hash: the bundle manifest digest)")] + common))
+
+
+# ---------------------------------------------------------------- the document
+
+
+def build_sbom(f: SbomFacts) -> SbomDocument:
+    ws = f.workspace
+    ancestors = [_upstream_component(f)]
+    official = _official_component(f)
+    if official is not None:
+        ancestors.insert(0, official)
+    pedigree = Pedigree(
+        ancestors=ancestors,
+        commits=[_commit(c) for c in ws.commits],
+        patches=[_patch(f.diffs[c.sha]) for c in ws.commits],
+        notes=f.notes)
+    artifact = _artifact(f, pedigree)
+    modules = [_module_component(m) for m in f.build.modules]
+    deps, by_name = _dependency_components(f)
+    tool = Component(type=ComponentType.APPLICATION, name="auditor", version=f.tool_version,
+                     bom_ref="auditor:tool")
+    bom = Bom(metadata=BomMetaData(component=artifact, tools=ToolRepository(components=[tool]),
+                                   timestamp=f.timestamp),
+              components=modules + deps,
+              vulnerabilities=_vulnerabilities(f, by_name),
+              serial_number=uuid.UUID(int=0))
+    bom.register_dependency(artifact, deps)
+    try:
+        with warnings.catch_warnings():
+            # "no defined dependencies" for a bundle without a deps stage: the document says so
+            warnings.simplefilter("ignore", UserWarning)
+            raw = JsonV1Dot6(bom).output_as_string()
+    except Exception as exc:  # the library raises a variety of its own errors on bad data
+        raise ToolError(f"cyclonedx-python-lib could not serialise the SBOM: "
+                        f"{type(exc).__name__}: {exc}") from exc
+    doc = _in_series_order(json.loads(raw), ws)
+    doc = _ordered(doc)
+    if f.reproducible:
+        digest = hashlib.sha256(_dump(doc).encode()).hexdigest()
+        serial = f"urn:uuid:{uuid.uuid5(SERIAL_NAMESPACE, digest)}"
+    else:
+        serial = f"urn:uuid:{uuid.uuid4()}"
+    doc["serialNumber"] = serial
+    text = _dump(doc)
+    validate_cyclonedx(text)
+    return SbomDocument(text=text, serial=serial, components=len(doc.get("components", [])),
+                        commits=len(doc["metadata"]["component"].get("pedigree", {})
+                                    .get("commits", [])))
+
+
+def _in_series_order(doc: dict[str, Any], ws: Workspace) -> dict[str, Any]:
+    pedigree = doc.get("metadata", {}).get("component", {}).get("pedigree")
+    if not pedigree:
+        return doc
+    rank = {c.sha: i for i, c in enumerate(ws.commits)}
+    if "commits" in pedigree:
+        pedigree["commits"].sort(key=lambda c: rank.get(c.get("uid", ""), len(rank)))
+
+    def patch_sha(p: Mapping[str, Any]) -> str:
+        text = p.get("diff", {}).get("text", {}).get("content", "")
+        return text[5:].split(" ", 1)[0] if text.startswith("From ") else ""
+
+    if "patches" in pedigree:
+        pedigree["patches"].sort(key=lambda p: rank.get(patch_sha(p), len(rank)))
+    expected = [c.sha for c in ws.commits]
+    if ([c.get("uid") for c in pedigree.get("commits", [])] != expected
+            or [patch_sha(p) for p in pedigree.get("patches", [])] != expected):
+        raise ToolError("the SBOM pedigree does not list the series commits and their patches "
+                        "exactly once each, in order (is a commit listed twice?)")
+    return doc
+
+
+_FIRST = ("$schema", "bomFormat", "specVersion", "serialNumber", "version", "metadata",
+          "components", "dependencies", "vulnerabilities")
+
+
+def _ordered(doc: dict[str, Any]) -> dict[str, Any]:
+    out = {k: doc[k] for k in _FIRST if k in doc}
+    out.update({k: v for k, v in doc.items() if k not in out})
+    return out
+
+
+def _dump(doc: Mapping[str, Any]) -> str:
+    return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+
+
+def validate_cyclonedx(text: str) -> None:
+    """Check a document against the CycloneDX 1.6 JSON schema (offline); ToolError if invalid."""
+    from cyclonedx.output import OutputFormat
+    from cyclonedx.schema import SchemaVersion
+    from cyclonedx.validation import make_schemabased_validator
+
+    validator = make_schemabased_validator(OutputFormat.JSON, SchemaVersion.V1_6)
+    error = validator.validate_str(text)
+    if error is not None:
+        detail = str(getattr(error, "data", error)).splitlines()[0][:300]
+        raise ToolError(f"the SBOM does not validate against the CycloneDX 1.6 schema: {detail}")
