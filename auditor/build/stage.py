@@ -26,9 +26,10 @@ from auditor.build.overlay import Overlay, build_overlay, verify_origins
 from auditor.build.plan import (
     BuildPlan,
     ModuleAction,
-    introducing_commit,
+    last_commits,
     make_plan,
     package_folders,
+    wheel_path_for,
 )
 from auditor.build.recipe import BuilderKind, Recipe, load_recipe
 from auditor.build.sandbox import Sandbox, select_sandbox
@@ -40,7 +41,7 @@ from auditor.build.wheel import (
     unpack_wheel,
     with_local_label,
 )
-from auditor.errors import InputError
+from auditor.errors import InputError, ToolError
 from auditor.gitio import Git, run
 from auditor.model import (
     Action,
@@ -99,6 +100,7 @@ class _BuildRun:
         self.recipe: Recipe = load_recipe(ctx.spec.build.recipe)
         self.repro = ctx.options.repro if ctx.options.repro is not None else ctx.spec.build.repro
         self.findings: list[Finding] = []
+        self.by_policy: set[str] = set()  # fingerprints whose action the policy decides
         self.reasons: list[str] = []
         self.not_checked: list[str] = []
         self.details: dict[str, Any] = {
@@ -109,7 +111,8 @@ class _BuildRun:
                           "expected": {"nvcc": self.recipe.toolchain.nvcc,
                                        "cc": self.recipe.toolchain.cc_version},
                           "matches": None},
-            "sandbox": None, "environment": None, "reproducible": None, "repro": None, "origins": {}, "left_out": [],
+            "sandbox": None, "environment": None, "reproducible": None, "repro": None,
+            "origins": {}, "left_out": [],
             "python": {"replaced": [], "added": [], "dropped": [], "not_packaged": []},
             "source_date_epoch": None, "started": self.started, "finished": None,
         }
@@ -120,8 +123,9 @@ class _BuildRun:
         self.details["finished"] = _now()
         if self.reasons:
             self.details["wheel"] = None
-        status = status_for(self.findings, self.not_checked, self.reasons)
-        return StageResult("build", status, details=self.details, findings=tuple(self.findings),
+        findings = self.apply_policy(self.findings)
+        status = status_for(findings, self.not_checked, self.reasons)
+        return StageResult("build", status, details=self.details, findings=tuple(findings),
                            not_checked=tuple(self.not_checked), reasons=tuple(self.reasons))
 
     # ------------------------------------------------------------ the run
@@ -164,10 +168,12 @@ class _BuildRun:
                 self.reasons.append(f"official wheel RECORD lies: {len(lies) - 20} more")
             return self.result()
 
+        self.check_versions(official)
+        if self.reasons:
+            return self.result()
+
         plan = make_plan(ws, recipe, ctx.spec.profile.native_globs)
-        commits = {p: introducing_commit(ws, p)
-                   for p in (*plan.binaries, *plan.links,
-                             *(c.path for c in plan.changes if c.kind.value != "deleted"))}
+        commits: dict[str, str | None] = dict(last_commits(ws))
         self.report_left_out(ws, plan, commits)
         for path in plan.unclaimed_native:
             self.reasons.append(f"{path}: a changed native source that no module of the recipe "
@@ -181,6 +187,25 @@ class _BuildRun:
                 fingerprint=fingerprint_of("build.unclaimed-native-source", path,
                                            ws.manifest[path].sha256 if path in ws.manifest
                                            else "deleted")))
+        if self.reasons:
+            self.details["modules"] = [self.module_entry(d, official, None, None)
+                                       for d in plan.decisions]
+            return self.result()
+        packages = recipe.wheel.packages or package_folders(official.members)
+        self.details["official_differs_from_upstream"] = self.official_vs_upstream(
+            official, plan, packages)
+        version = with_local_label(official.name.version, f"audited.{ws.bundle_tree[:12]}")
+        toolchain: Toolchain | None = None
+        sandbox: Sandbox | None = None
+        try:
+            if plan.to_build:
+                toolchain, sandbox = self.prepare_build(plan)
+        except ToolError as exc:
+            self.not_checked.append(f"no module was built: {exc.message}"
+                                    + (f" ({exc.hint})" if exc.hint else ""))
+            self.details["modules"] = [self.module_entry(d, official, None, None)
+                                       for d in plan.decisions]
+            return self.result()
         for d in plan.decisions:
             if d.module.wheel_path not in official.members:
                 self.reasons.append(f"module {d.module.name}: the official wheel has no "
@@ -189,29 +214,6 @@ class _BuildRun:
             self.details["modules"] = [self.module_entry(d, official, None, None)
                                        for d in plan.decisions]
             return self.result()
-
-        packages = recipe.wheel.packages or package_folders(official.members)
-        version = with_local_label(official.name.version, f"audited.{ws.bundle_tree[:12]}")
-        toolchain: Toolchain | None = None
-        sandbox: Sandbox | None = None
-        if plan.to_build:
-            toolchain = detect(recipe.toolchain,
-                               need_cmake=any(d.module.builder is BuilderKind.CMAKE
-                                              for d in plan.to_build))
-            diffs = compare(recipe.toolchain, toolchain)
-            self.details["toolchain"].update(nvcc=toolchain.nvcc_version, cc=toolchain.cc_version,
-                                             matches=not diffs, differences=diffs,
-                                             programs=toolchain.to_json()["programs"])
-            for diff in diffs:
-                self.findings.append(self.policy_finding(Finding(
-                    rule="build.toolchain-mismatch", category=Category.PROVENANCE,
-                    severity=Severity.LOW, action=Action.REVIEW, path=str(recipe.path.name),
-                    line=0, commit=None, scanner="build",
-                    message=f"toolchain differs from the recipe: {diff}",
-                    fingerprint=fingerprint_of("build.toolchain-mismatch", recipe.path.name,
-                                               diff))))
-            sandbox = select_sandbox(recipe.sandbox.kind, ctx.workdir / "sandbox-probe")
-            self.details["sandbox"] = sandbox.describe()
 
         variants = [Variant("a", ctx.workdir / "build-a", 0o022, False)]
         if self.repro:
@@ -231,7 +233,9 @@ class _BuildRun:
                     self.check_abi(built, official)
                     if self.reasons:
                         self.details["modules"] = [
-                            self.module_entry(d, official, built.get(d.module.wheel_path), None)
+                            self.module_entry(d, official, built.get(d.module.wheel_path),
+                                              self.abi_of(built[d.module.wheel_path], official)
+                                              if d.module.wheel_path in built else None)
                             for d in plan.decisions]
                         return self.result()
                 origin_detail = {wp: (m, self.built_origin(m, plan, toolchain))
@@ -294,20 +298,79 @@ class _BuildRun:
         cache.mkdir(parents=True, exist_ok=True)
         return Path(shutil.move(str(got[0]), cache / got[0].name))
 
+    def check_versions(self, official: UnpackedWheel) -> None:
+        """The official wheel, the recipe and the spec must speak of the same release."""
+        from packaging.version import InvalidVersion, Version
+
+        def public(v: str) -> str:
+            try:
+                return Version(v).public
+            except InvalidVersion:
+                return v
+
+        audited = self.ctx.spec.engine.version
+        if public(official.name.version) != public(audited):
+            self.reasons.append(f"the official wheel is version {official.name.version}, the spec "
+                                f"audits {audited}")
+        if public(self.recipe.version) != public(audited):
+            self.reasons.append(f"the recipe {self.recipe.path.name} is for version "
+                                f"{self.recipe.version}, the spec audits {audited}")
+
+    def official_vs_upstream(self, official: UnpackedWheel, plan: BuildPlan,
+                             packages: tuple[str, ...]) -> list[str]:
+        """Packaged files the series left alone whose official bytes differ from the upstream tree
+        (generated files such as a _version.py are expected here; many more mean a wrong wheel)."""
+        ws = self.ctx.workspace
+        assert ws is not None
+        changed = {c.path for c in plan.changes}
+        out: list[str] = []
+        for path, bf in ws.manifest.items():
+            if path in changed:
+                continue
+            wp = wheel_path_for(path, self.recipe.wheel.source_root, packages)
+            member = official.members.get(wp) if wp else None
+            if wp and member is not None and member.sha256 != bf.sha256:
+                out.append(wp)
+        return sorted(out)
+
+    def prepare_build(self, plan: BuildPlan) -> tuple[Toolchain, Sandbox]:
+        """The toolchain (against the recipe's) and a network-less sandbox; ToolError if absent."""
+        recipe = self.recipe
+        toolchain = detect(recipe.toolchain,
+                           need_cmake=any(d.module.builder is BuilderKind.CMAKE
+                                          for d in plan.to_build))
+        diffs = compare(recipe.toolchain, toolchain)
+        self.details["toolchain"].update(nvcc=toolchain.nvcc_version, cc=toolchain.cc_version,
+                                         matches=not diffs, differences=diffs,
+                                         programs=toolchain.to_json()["programs"])
+        for diff in diffs:
+            self.findings.append(self.policy_finding(Finding(
+                rule="build.toolchain-mismatch", category=Category.PROVENANCE,
+                severity=Severity.LOW, action=Action.REVIEW, path=str(recipe.path.name),
+                line=0, commit=None, scanner="build",
+                message=f"toolchain differs from the recipe: {diff}",
+                fingerprint=fingerprint_of("build.toolchain-mismatch", recipe.path.name,
+                                           diff))))
+        sandbox = select_sandbox(recipe.sandbox.kind, self.ctx.workdir / "sandbox-probe")
+        self.details["sandbox"] = sandbox.describe()
+        return toolchain, sandbox
+
     def policy_finding(self, f: Finding) -> Finding:
-        from auditor.policy import apply_waivers, load_policy
+        """Mark ``f`` for the policy's action (applied with the waivers in :meth:`result`)."""
+        self.by_policy.add(f.fingerprint)
+        return f
+
+    def apply_policy(self, findings: list[Finding]) -> list[Finding]:
+        from auditor.policy import Waiver, apply_waivers, load_policy, load_waivers
         from auditor.spec import POLICIES_DIR
 
         scan = self.ctx.spec.scan
         policy = load_policy(scan.policy if scan is not None else POLICIES_DIR / "default.toml")
-        waivers = ()
+        waivers: tuple[Waiver, ...] = ()
         if scan is not None and scan.waivers is not None:
-            from auditor.policy import load_waivers
-
             waivers = load_waivers(scan.waivers)
-        out = apply_waivers(policy.apply([f]), waivers)
-        self.findings.extend(out[1:])  # expired-waiver findings, if any
-        return out[0]
+        ruled = [policy.apply([f])[0] if f.fingerprint in self.by_policy else f for f in findings]
+        return apply_waivers(ruled, waivers)
 
     def report_left_out(self, ws: Workspace, plan: BuildPlan,
                         commits: Mapping[str, str | None]) -> None:
@@ -337,6 +400,11 @@ class _BuildRun:
             self.details["environment"] = {k: val.replace(str(v.root), "$ROOT")
                                            for k, val in env.items()}
         readable: list[Path] = list(self.recipe.sandbox.readable)
+        for program in (toolchain.nvcc, toolchain.cc, toolchain.cxx, toolchain.strip,
+                        toolchain.cmake):
+            real = Path(os.path.realpath(program)) if program else None
+            if real is not None and not str(real).startswith("/usr/"):
+                readable.append(real.parent.parent)  # a toolchain installed outside /usr
         for d in plan.to_build:
             if d.module.cmake is not None:
                 readable += list(d.module.cmake.fetchcontent.values())
@@ -416,7 +484,7 @@ class _BuildRun:
         built = d.action is ModuleAction.BUILT and m is not None
         return {
             "name": d.module.name, "wheel_path": d.module.wheel_path,
-            "action": d.action.value if d.action is ModuleAction.OFFICIAL or built else "failed",
+            "action": d.action.value if d.action is ModuleAction.OFFICIAL or built else "not-built",
             "sha256": m.sha256 if built and m else (member.sha256 if member else None),
             "official_sha256": member.sha256 if member else None,
             "builder": d.module.builder.value, "recipe_entry": d.module.entry,
@@ -448,7 +516,8 @@ class _BuildRun:
         }
         if not same:
             differing = [f"{n} (sections {', '.join(v['sections']) or '?'})"
-                         for n, v in modules.items() if not v["identical"]]
+                         for n, v in modules.items() if not v["identical"]
+                         and isinstance(v["sections"], list)]
             self.reasons.append("not reproducible: two builds differ: "
                                 + ("; ".join(differing) if differing else "the wheel bytes"))
 

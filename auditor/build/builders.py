@@ -1,0 +1,265 @@
+"""Module builders: one :class:`ModuleBuilder` interface, an ``nvcc`` and a ``cmake`` implementation.
+
+A builder turns a :class:`BuildRequest` (a source tree, a scratch folder, archs, toolchain, the fixed
+environment) into the exact commands it runs and the file they produce. :meth:`ModuleBuilder.build`
+runs them inside a :class:`~auditor.build.sandbox.Sandbox`, then strips the output (two bytes of
+``.strtab`` differ between nvcc runs otherwise) and hashes it.
+
+Paths are mapped for reproducibility: the compilers get ``-ffile-prefix-map`` for the source tree and
+the build folder, CMake builds without a build RPATH. The commands are recorded with ``$SRC`` and
+``$BUILD`` in place of those folders, so two builds in different places record the same commands.
+
+:func:`compile_nvcc` is the plain entry point for a source folder (the demo's official build).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shlex
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import ClassVar
+
+from auditor.build.globs import matches
+from auditor.build.recipe import BuilderKind, CMakeRecipe, ModuleRecipe, NvccRecipe
+from auditor.build.sandbox import Sandbox, Unsandboxed
+from auditor.build.toolchain import Toolchain
+from auditor.errors import EXIT_POLICY, AuditError
+from auditor.textsafe import redact
+
+
+class BuildFailed(AuditError):
+    """A module did not build: the audited source, the recipe or the sandbox said no."""
+
+    exit_code = EXIT_POLICY
+
+
+@dataclass(frozen=True)
+class Command:
+    argv: tuple[str, ...]
+    cwd: Path
+
+    def display(self, subst: Mapping[str, str]) -> str:
+        """The command line with host folders replaced by placeholders, shell-quoted."""
+        return f"(cd {_subst(str(self.cwd), subst)} && {shlex.join(_subst(a, subst) for a in self.argv)})"
+
+
+def _subst(text: str, subst: Mapping[str, str]) -> str:
+    for real, placeholder in sorted(subst.items(), key=lambda kv: -len(kv[0])):
+        text = text.replace(real, placeholder)
+    return text
+
+
+@dataclass(frozen=True)
+class BuildRequest:
+    module: ModuleRecipe
+    source_root: Path  # the tree holding the sources (a private copy of the bundle)
+    build_dir: Path  # this module's scratch folder (created by the builder)
+    archs: tuple[str, ...]
+    toolchain: Toolchain
+    env: Mapping[str, str] = field(default_factory=dict)
+    umask: int = 0o022
+    jobs: int = 1
+    timeout: float | None = 3600
+    readable: tuple[Path, ...] = ()  # extra host folders the commands may read
+    writable: tuple[Path, ...] = ()  # folders the commands may write besides build_dir
+
+    @property
+    def placeholders(self) -> dict[str, str]:
+        return {str(self.source_root): "$SRC", str(self.build_dir): "$BUILD"}
+
+    @property
+    def prefix_maps(self) -> tuple[str, ...]:
+        return (f"-ffile-prefix-map={self.source_root}=.", f"-ffile-prefix-map={self.build_dir}=.")
+
+
+@dataclass(frozen=True)
+class BuiltModule:
+    name: str
+    path: Path  # the stripped module
+    sha256: str
+    commands: tuple[str, ...]  # as recorded (placeholders for the build folders)
+    builder: BuilderKind
+    log: str = ""
+
+
+def gencode_flags(archs: Sequence[str]) -> list[str]:
+    """``86`` / ``8.6`` -> ``-gencode=arch=compute_86,code=sm_86``; ``+PTX`` also embeds PTX."""
+    out = []
+    for arch in archs:
+        ptx = arch.endswith("+PTX")
+        num = arch.removesuffix("+PTX").replace(".", "")
+        code = f"sm_{num}" + (f",compute_{num}" if ptx else "")
+        out.append(f"-gencode=arch=compute_{num},code=[{code}]" if ptx
+                   else f"-gencode=arch=compute_{num},code=sm_{num}")
+    return out
+
+
+class ModuleBuilder(ABC):
+    """Builds one module of a recipe from a source tree."""
+
+    kind: ClassVar[BuilderKind]
+
+    @abstractmethod
+    def commands(self, req: BuildRequest) -> tuple[Command, ...]:
+        """The exact commands, in order, that produce :meth:`output`."""
+
+    @abstractmethod
+    def output(self, req: BuildRequest) -> Path:
+        """The file the commands produce (before stripping)."""
+
+    def build(self, req: BuildRequest, sandbox: Sandbox) -> BuiltModule:
+        req.build_dir.mkdir(parents=True, exist_ok=True)
+        final_dir = req.build_dir / "out"
+        final_dir.mkdir(exist_ok=True)
+        steps = list(self.commands(req))
+        log: list[str] = []
+        for cmd in steps:
+            self._run(req, sandbox, cmd, log)
+        built = self.output(req)
+        final = final_dir / req.module.wheel_path.rsplit("/", 1)[-1]
+        strip = Command((req.toolchain.strip, "--strip-unneeded", "-o", str(final), str(built)),
+                        req.build_dir)
+        self._run(req, sandbox, strip, log)
+        steps.append(strip)
+        digest = hashlib.sha256(final.read_bytes()).hexdigest()
+        return BuiltModule(name=req.module.name, path=final, sha256=digest,
+                           commands=tuple(c.display(req.placeholders) for c in steps),
+                           builder=self.kind, log="\n".join(log))
+
+    def _run(self, req: BuildRequest, sandbox: Sandbox, cmd: Command, log: list[str]) -> None:
+        res = sandbox.run(list(cmd.argv), cwd=cmd.cwd, env=req.env,
+                          writable=(req.build_dir, *req.writable), readable=req.readable,
+                          umask=req.umask, timeout=req.timeout)
+        log.append(f"$ {cmd.display(req.placeholders)}\n{res.stdout}{res.stderr}")
+        if res.returncode != 0:
+            tail = (res.stderr.strip() or res.stdout.strip()).splitlines()[-6:]
+            raise BuildFailed(
+                f"module {req.module.name}: `{shlex.join(cmd.argv[:2])} …` failed with exit code "
+                f"{res.returncode} inside the {sandbox.kind} sandbox"
+                + (": " + redact(" | ".join(line.strip() for line in tail)) if tail else ""))
+
+
+class NvccBuilder(ModuleBuilder):
+    """One nvcc call compiles and links the listed sources into a shared module."""
+
+    kind = BuilderKind.NVCC
+
+    def _spec(self, req: BuildRequest) -> NvccRecipe:
+        if req.module.nvcc is None:
+            raise ValueError(f"module {req.module.name} has no [nvcc] table")
+        return req.module.nvcc
+
+    def output(self, req: BuildRequest) -> Path:
+        return req.build_dir / req.module.wheel_path.rsplit("/", 1)[-1]
+
+    def commands(self, req: BuildRequest) -> tuple[Command, ...]:
+        spec = self._spec(req)
+        argv = [req.toolchain.nvcc, "-shared", "-Xcompiler", "-fPIC", "-ccbin", req.toolchain.cxx,
+                *gencode_flags(req.archs)]
+        for pm in req.prefix_maps:
+            argv += ["-Xcompiler", pm]
+        argv += list(spec.flags)
+        argv += [f"-I{d or '.'}" for d in spec.include_dirs]
+        argv += [f"-I{d}" for d in spec.extra_include_dirs]
+        argv += ["-o", str(self.output(req)), *spec.sources]
+        argv += [f"-L{d}" for d in spec.library_dirs]
+        argv += [f"-l{lib}" for lib in spec.libraries]
+        return (Command(tuple(argv), req.source_root),)
+
+
+class CMakeBuilder(ModuleBuilder):
+    """Configure the bundle's CMake project fully disconnected, build one target."""
+
+    kind = BuilderKind.CMAKE
+
+    def _spec(self, req: BuildRequest) -> CMakeRecipe:
+        if req.module.cmake is None:
+            raise ValueError(f"module {req.module.name} has no [cmake] table")
+        return req.module.cmake
+
+    def _bdir(self, req: BuildRequest) -> Path:
+        return req.build_dir / "cmake"
+
+    def output(self, req: BuildRequest) -> Path:
+        spec = self._spec(req)
+        bdir = self._bdir(req)
+        found = sorted(p for p in bdir.rglob("*") if p.is_file()
+                       and matches(p.relative_to(bdir).as_posix(), spec.output))
+        if len(found) != 1:
+            raise BuildFailed(f"module {req.module.name}: output {spec.output!r} matched "
+                              f"{len(found)} files in the CMake build folder, expected one")
+        return found[0]
+
+    def commands(self, req: BuildRequest) -> tuple[Command, ...]:
+        spec = self._spec(req)
+        tc = req.toolchain
+        src = req.source_root / spec.source_dir if spec.source_dir else req.source_root
+        maps = " ".join(req.prefix_maps)
+        archs = ";".join(a.removesuffix("+PTX").replace(".", "") for a in req.archs)
+        configure = [
+            tc.cmake or "cmake", "-S", str(src), "-B", str(self._bdir(req)), "-G", spec.generator,
+            "-DCMAKE_BUILD_TYPE=Release",
+            "-DFETCHCONTENT_FULLY_DISCONNECTED=ON",
+            "-DFETCHCONTENT_UPDATES_DISCONNECTED=ON",
+            f"-DCMAKE_C_COMPILER={tc.cc}", f"-DCMAKE_CXX_COMPILER={tc.cxx}",
+            f"-DCMAKE_C_FLAGS={maps}", f"-DCMAKE_CXX_FLAGS={maps}",
+            "-DCMAKE_SKIP_BUILD_RPATH=ON",
+            f"-DCMAKE_CUDA_ARCHITECTURES={archs}",
+        ]
+        if tc.nvcc:
+            configure += [f"-DCMAKE_CUDA_COMPILER={tc.nvcc}", f"-DCMAKE_CUDA_HOST_COMPILER={tc.cxx}",
+                          "-DCMAKE_CUDA_FLAGS=" + " ".join(f"-Xcompiler={m}"
+                                                           for m in req.prefix_maps)]
+        for name, folder in sorted(spec.fetchcontent.items()):
+            configure.append(f"-DFETCHCONTENT_SOURCE_DIR_{name.upper()}={folder}")
+        configure += list(spec.configure_args)
+        build = [tc.cmake or "cmake", "--build", str(self._bdir(req)), "--target", spec.target,
+                 "--parallel", str(max(1, req.jobs)), *spec.build_args]
+        return (Command(tuple(configure), req.build_dir), Command(tuple(build), req.build_dir))
+
+
+def builder_for(kind: BuilderKind) -> ModuleBuilder:
+    if kind is BuilderKind.NVCC:
+        return NvccBuilder()
+    if kind is BuilderKind.CMAKE:
+        return CMakeBuilder()
+    raise AssertionError(f"unknown builder {kind!r}")  # pragma: no cover
+
+
+def compile_nvcc(source_dir: Path, out_file: Path, sources: Sequence[str], *,
+                 archs: Sequence[str] = ("86",), flags: Sequence[str] = (),
+                 include_dirs: Sequence[str] = (), libraries: Sequence[str] = (),
+                 nvcc: str = "nvcc", cxx: str = "g++", strip: str = "strip",
+                 sandbox: Sandbox | None = None, env: Mapping[str, str] | None = None) -> BuiltModule:
+    """Compile ``sources`` (relative to ``source_dir``) into the stripped shared module ``out_file``.
+
+    ``sandbox=None`` runs the compiler directly: only for trusted sources such as an upstream tree
+    the caller builds an "official wheel" from. ToolMissing when nvcc is absent.
+    """
+    from auditor.build.toolchain import resolve
+
+    tc = Toolchain(nvcc=resolve(nvcc, "the CUDA compiler nvcc"), cc=resolve("gcc", "gcc"),
+                   cxx=resolve(cxx, "the host C++ compiler"), strip=resolve(strip, "strip"),
+                   nvcc_version="", cc_version="")
+    module = ModuleRecipe(name=out_file.stem.split(".")[0], wheel_path=out_file.name,
+                          sources=tuple(sources), builder=BuilderKind.NVCC,
+                          nvcc=NvccRecipe(sources=tuple(sources), flags=tuple(flags),
+                                          include_dirs=tuple(include_dirs), extra_include_dirs=(),
+                                          libraries=tuple(libraries), library_dirs=()))
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="auditor-nvcc-") as tmp:
+        fixed = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LC_ALL": "C", "TZ": "UTC",
+                 "TMPDIR": tmp, "HOME": tmp, **(env or {})}
+        req = BuildRequest(module=module, source_root=source_dir.resolve(),
+                           build_dir=Path(tmp) / "build", archs=tuple(archs), toolchain=tc,
+                           env=fixed)
+        built = NvccBuilder().build(req, sandbox or Unsandboxed())
+        out_file.parent.mkdir(parents=True, exist_ok=True)
+        out_file.write_bytes(built.path.read_bytes())
+        out_file.chmod(0o755)
+    return BuiltModule(name=built.name, path=out_file, sha256=built.sha256,
+                       commands=built.commands, builder=built.builder, log=built.log)

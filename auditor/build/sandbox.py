@@ -1,0 +1,162 @@
+"""Network-less sandboxes for the build: bubblewrap, or ``unshare -n``; never a silent fallback.
+
+:func:`select_sandbox` probes each candidate by running ``cat /proc/net/dev`` inside it and accepts
+it only when the loopback device is the only network interface there. When none works the build
+raises :class:`~auditor.errors.ToolMissing` (the stage is INCOMPLETE and says why).
+
+- ``bwrap``: new network, PID, IPC and UTS namespaces; the host's ``/usr`` (plus ``/etc`` pieces
+  the loader and compilers need) read-only, a private ``/tmp``, the build folder read-write, the
+  recipe's extra read-only folders, a cleared environment. The author's repository, the home folder
+  and every other host path are invisible.
+- ``unshare``: new network, PID, IPC and UTS namespaces only (``--map-root-user`` when not root).
+  The file system is the host's: weaker than bwrap, and reported as such in the stage details.
+- :class:`Unsandboxed` runs commands directly. It exists for *trusted* sources (the demo compiles
+  its own upstream kernel into its "official wheel" with it); the build stage never uses it.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import ClassVar
+
+from auditor.build.recipe import SandboxKind
+from auditor.errors import ToolError, ToolMissing
+from auditor.gitio import Completed, run, which
+
+# The command every sandbox wraps: set the umask, then exec the real program.
+_UMASK_SHIM = ('umask "$1" && shift && exec "$@"',)
+
+
+class Sandbox(ABC):
+    """Runs one command with a fixed environment in an isolated place."""
+
+    kind: ClassVar[str]
+    isolates_network: ClassVar[bool] = True
+    isolates_files: ClassVar[bool] = False
+
+    @abstractmethod
+    def wrap(self, argv: Sequence[str], *, cwd: Path, env: Mapping[str, str],
+             writable: Sequence[Path], readable: Sequence[Path]) -> tuple[list[str], dict[str, str]]:
+        """(the outer argv, the environment to start it with)."""
+
+    def run(self, argv: Sequence[str], *, cwd: Path, env: Mapping[str, str],
+            writable: Sequence[Path] = (), readable: Sequence[Path] = (), umask: int = 0o022,
+            timeout: float | None = None) -> Completed:
+        inner = ["/bin/sh", "-c", *_UMASK_SHIM, "sh", f"{umask:04o}", *argv]
+        outer, outer_env = self.wrap(inner, cwd=cwd, env=env, writable=writable, readable=readable)
+        return run(outer, cwd=cwd, env=outer_env, timeout=timeout, check=False)
+
+    def describe(self) -> dict[str, object]:
+        return {"kind": self.kind, "network": "none" if self.isolates_network else "host",
+                "filesystem": "private" if self.isolates_files else "host"}
+
+
+class BwrapSandbox(Sandbox):
+    kind = "bwrap"
+    isolates_files = True
+    _ETC = ("/etc/alternatives", "/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d",
+            "/etc/passwd", "/etc/group", "/etc/nsswitch.conf")
+
+    def __init__(self, program: str = "bwrap") -> None:
+        self.program = program
+
+    def wrap(self, argv: Sequence[str], *, cwd: Path, env: Mapping[str, str],
+             writable: Sequence[Path], readable: Sequence[Path]) -> tuple[list[str], dict[str, str]]:
+        out = [self.program, "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
+               "--unshare-cgroup-try", "--die-with-parent", "--new-session",
+               "--ro-bind", "/usr", "/usr"]
+        for top in ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
+            p = Path(top)
+            if p.is_symlink():
+                out += ["--symlink", os.readlink(p), top]
+            elif p.is_dir():
+                out += ["--ro-bind", top, top]
+        for e in self._ETC:
+            out += ["--ro-bind-try", e, e]
+        out += ["--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+        for r in readable:
+            out += ["--ro-bind", str(r), str(r)]
+        for w in writable:
+            out += ["--bind", str(w), str(w)]
+        out += ["--chdir", str(cwd), "--clearenv"]
+        for k, v in env.items():
+            out += ["--setenv", k, v]
+        return [*out, "--", *argv], {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
+
+
+class UnshareSandbox(Sandbox):
+    kind = "unshare"
+
+    def __init__(self, program: str = "unshare") -> None:
+        self.program = program
+
+    def wrap(self, argv: Sequence[str], *, cwd: Path, env: Mapping[str, str],
+             writable: Sequence[Path], readable: Sequence[Path]) -> tuple[list[str], dict[str, str]]:
+        out = [self.program, "--net", "--ipc", "--uts", "--pid", "--fork", "--kill-child",
+               "--mount-proc"]
+        if os.geteuid() != 0:
+            out.append("--map-root-user")
+        return [*out, "--", *argv], dict(env)
+
+
+class Unsandboxed(Sandbox):
+    """No isolation at all: only for trusted sources (the demo's own official build)."""
+
+    kind = "none"
+    isolates_network = False
+
+    def wrap(self, argv: Sequence[str], *, cwd: Path, env: Mapping[str, str],
+             writable: Sequence[Path], readable: Sequence[Path]) -> tuple[list[str], dict[str, str]]:
+        return list(argv), dict(env)
+
+
+def network_interfaces(sandbox: Sandbox, scratch: Path) -> list[str]:
+    """The network interfaces visible inside ``sandbox`` (ToolError when it does not start)."""
+    res = sandbox.run(["cat", "/proc/net/dev"], cwd=scratch, writable=[scratch],
+                      env={"PATH": "/usr/bin:/bin", "LC_ALL": "C"}, timeout=60)
+    if res.returncode != 0:
+        raise ToolError(f"{sandbox.kind} does not start here (exit {res.returncode})",
+                        returncode=res.returncode, stderr=res.stderr)
+    names = []
+    for line in res.stdout.splitlines()[2:]:
+        if ":" in line:
+            names.append(line.split(":", 1)[0].strip())
+    return names
+
+
+@functools.lru_cache(maxsize=8)
+def _probe(kind: str, scratch: str) -> str | None:
+    """None when the sandbox of ``kind`` works and has no network, else why not."""
+    sandbox: Sandbox = BwrapSandbox() if kind == "bwrap" else UnshareSandbox()
+    program = "bwrap" if kind == "bwrap" else "unshare"
+    if which(program) is None:
+        return f"{program} is not installed"
+    try:
+        names = network_interfaces(sandbox, Path(scratch))
+    except ToolError as exc:
+        tail = exc.stderr.strip().splitlines()[-1:] if exc.stderr else []
+        return exc.message + (f": {tail[0]}" if tail else "")
+    extra = [n for n in names if n != "lo"]
+    if extra:
+        return f"{program} leaves network interfaces visible: {', '.join(extra)}"
+    return None
+
+
+def select_sandbox(kind: SandboxKind, scratch: Path) -> Sandbox:
+    """The first working network-less sandbox for ``kind``; ToolMissing when there is none."""
+    order = {SandboxKind.AUTO: ("bwrap", "unshare"), SandboxKind.BWRAP: ("bwrap",),
+             SandboxKind.UNSHARE: ("unshare",)}[kind]
+    scratch.mkdir(parents=True, exist_ok=True)
+    why = []
+    for candidate in order:
+        problem = _probe(candidate, str(scratch))
+        if problem is None:
+            return BwrapSandbox() if candidate == "bwrap" else UnshareSandbox()
+        why.append(f"{candidate}: {problem}")
+    raise ToolMissing("no network-less build sandbox is available (" + "; ".join(why) + ")",
+                      hint="install bubblewrap (apt-get install bubblewrap) or allow "
+                           "`unshare -n` (root or user namespaces)")
