@@ -14,6 +14,7 @@ from rich.console import Console
 
 from auditor.errors import EXIT_INCOMPLETE, EXIT_USAGE, AuditError
 from auditor.model import FailOn, Scope, StageResult, StageStatus, compute_verdict, exit_code_for
+from auditor.report.interface import ReportFormat
 from auditor.stage import Options
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
@@ -129,7 +130,15 @@ def build(
     online: OnlineOpt = False,
 ) -> None:
     """Compile the changed CUDA modules from audited source and overlay the official wheel."""
-    _stage_command(spec, "build", _options(repro=repro, online=online), as_json)
+
+    def copy_out(result: StageResult, ctx: Any) -> None:
+        from auditor.build.stage import export_build
+
+        wheel = export_build(result, ctx, Path("builds/out"))
+        if wheel is not None:
+            err.print(f"wheel: {_escape(str(wheel))}")
+
+    _stage_command(spec, "build", _options(repro=repro, online=online), as_json, copy_out)
 
 
 @app.command()
@@ -225,6 +234,36 @@ def gate(
     except AuditError as exc:
         _fail(exc)
     raise typer.Exit(code)
+
+
+@app.command()
+def report(
+    audit_json: Annotated[Path, typer.Argument(help="an audit.json written by `auditor audit`")],
+    fmt: Annotated[ReportFormat, typer.Option("--format", help="md, html, sarif, json, or github "
+                                              "(workflow-command annotations)")
+                   ] = ReportFormat.MARKDOWN,
+    output: Annotated[Path | None, typer.Option("-o", "--output",
+                                                help="write to FILE (default: stdout)")] = None,
+    summary: Annotated[Path | None, typer.Option(help="also append the Markdown step summary to "
+                                                 "FILE, e.g. $GITHUB_STEP_SUMMARY")] = None,
+) -> None:
+    """Render a saved audit again, in any format (made from audit.json; nothing is re-run)."""
+    from auditor.report import render_saved, step_summary_of
+
+    try:
+        text = render_saved(audit_json, fmt)
+        if summary is not None:
+            with summary.open("a", encoding="utf-8") as fh:
+                fh.write(step_summary_of(audit_json))
+    except AuditError as exc:
+        _fail(exc)
+    except OSError as exc:
+        err.print(f"[red]error:[/red] {_escape(str(exc))}")
+        raise typer.Exit(EXIT_USAGE) from None
+    if output is None or str(output) == "-":
+        sys.stdout.write(text)
+    else:
+        output.write_text(text, encoding="utf-8")
 
 
 @app.command()
