@@ -69,12 +69,12 @@ def print_summary(console: Console, audit: AuditResult, out: Path) -> None:
         c = _COLOURS.get(line.status.value, "")
         text = line.summary if line.status is not StageStatus.NOT_REQUESTED else "not requested"
         console.print(f"  {line.name:<7} [{c}]{line.status.value:<13}[/{c}] {safe(text)}")
-    dirty = [c for c in view.commits if c.counts.total]
+    dirty = [cv for cv in view.commits if cv.counts.total]
     if view.commits:
         console.print(f"series: {len(view.commits)} commit(s), {len(dirty)} with findings")
-        for c in dirty[:MAX_FINDINGS]:
-            console.print(f"  {c.index:>3}. {safe(short(c.sha))} {safe(c.subject)[:60]} — "
-                          f"{c.counts.words()}")
+        for cv in dirty[:MAX_FINDINGS]:
+            console.print(f"  {cv.index:>3}. {safe(short(cv.sha))} {safe(cv.subject[:60])} — "
+                          f"{cv.counts.words()}")
     _findings(console, [f for f in view.findings if f.counts])
     console.print(f"reports in [bold]{safe(out)}[/bold] (report.md, report.html, "
                   "findings.sarif, audit.json)")

@@ -23,16 +23,22 @@ from auditor.report.view import (
     as_text,
     build_view,
     dep_text,
+    diff_details,
     exposure_text,
     finding_state,
+    module_groups,
+    origin_counts,
     reproducible_word,
     short,
+    stats_text,
     vulnerabilities,
 )
 from auditor.textsafe import markdown_safe, redact, terminal_safe
 
 #: a PR comment holds 65,536 characters: long tables are cut and point at report.html
 MAX_ROWS = 60
+#: finding rows in all the category tables together
+MAX_FINDING_ROWS = 120
 
 VERDICT_MARK = {Verdict.PASS: "✅", Verdict.REVIEW: "🟡", Verdict.FAIL: "❌",
                 Verdict.INCOMPLETE: "⚠️"}
@@ -108,7 +114,8 @@ def render_view(v: ReportView, *, heading: str = "#") -> str:
     else:
         out.append("Every requested check ran.")
     if v.not_requested:
-        out.append(f"- Not requested by the spec (not checked at all): "
+        out.append("")
+        out.append(f"Not requested by the spec, so not checked at all: "
                    f"{', '.join(md(n) for n in v.not_requested)}")
     out.append("")
 
@@ -151,6 +158,10 @@ def _proof(v: ReportView, h2: str) -> list[str]:
         out += table(["path", "change", "detail"],
                      ([md(d.get("path")), md(d.get("change")), md(_diff_detail(d))]
                       for d in p.differences))
+        if p.differences_total > len(p.differences):
+            out.append("")
+            out.append(f"The stage listed {len(p.differences)} of {p.differences_total} "
+                       "differences.")
         out.append("")
     if p.anomalies:
         out.append("Anomalies worth a look:")
@@ -170,13 +181,7 @@ def _shas(values: Sequence[str]) -> str:
 
 
 def _diff_detail(d: Mapping[str, Any]) -> str:
-    parts = []
-    for k, val in d.items():
-        if k in ("path", "change", "diff"):
-            continue
-        if isinstance(val, (str, int, float, bool)) or val is None:
-            parts.append(f"{k}: {as_text(val)}")
-    return ", ".join(parts)
+    return ", ".join(f"{k}: {as_text(val)}" for k, val in diff_details(d))
 
 
 def _by_commit(v: ReportView, h2: str) -> list[str]:
@@ -184,7 +189,7 @@ def _by_commit(v: ReportView, h2: str) -> list[str]:
     if not v.commits and not v.others:
         return out + ["No series commits were recorded and no findings were made.", ""]
     if v.commits:
-        out += table(["#", "commit", "subject", "findings", "by category"],
+        out += table(["#", "commit", "subject", "diff", "findings", "by category"],
                      (_commit_row(c) for c in v.commits), limit=200)
         out.append("")
     for g in v.others:
@@ -195,7 +200,8 @@ def _by_commit(v: ReportView, h2: str) -> list[str]:
 
 def _commit_row(c: CommitView) -> list[str]:
     cats = "; ".join(f"{md(cat)}: {cnt.words()}" for cat, cnt in c.by_category) or "—"
-    return [str(c.index), code(short(c.sha)), md(c.subject), counts_cell(c.counts), cats]
+    return [str(c.index), code(short(c.sha)), md(c.subject), stats_text(c.stats) or "—",
+            counts_cell(c.counts), cats]
 
 
 def _by_category(v: ReportView, h2: str) -> list[str]:
@@ -204,11 +210,16 @@ def _by_category(v: ReportView, h2: str) -> list[str]:
         scanned = any(s.name == "scan" and s.status is StageStatus.OK for s in v.stages)
         return out + ["No findings." if scanned else
                       "No findings — but the scan did not complete; see “Not checked”.", ""]
+    budget = MAX_FINDING_ROWS
     for cat, group in v.by_category:
         out.append(f"{h2}# {md(cat)} — {Counts.of(group).words()}")
         out.append("")
+        if budget <= 0:
+            out += [f"{len(group)} finding(s): listed in report.html and findings.sarif.", ""]
+            continue
         out += table(["action", "severity", "category", "location", "commit", "rule", "message"],
-                     (finding_row(f) for f in group))
+                     (finding_row(f) for f in group), limit=min(MAX_ROWS, budget))
+        budget -= min(len(group), MAX_ROWS)
         out.append("")
     return out
 
@@ -254,19 +265,17 @@ def _build(v: ReportView, h2: str) -> list[str]:
     wheel = as_map(d.get("wheel"))
     if wheel:
         out.append(f"- wheel: {md(wheel.get('file'))}, sha256 {code(wheel.get('sha256'))}")
-    modules = as_list(d.get("modules"))
-    if modules:
-        out.append("- compiled here: " + ", ".join(
-            md(m.get("name") or m.get("path") or m.get("file")) if isinstance(m, Mapping)
-            else md(m) for m in modules[:MAX_ROWS]))
-    else:
+    groups = module_groups(d.get("modules"))
+    if not any(action == "built" for action, _ in groups):
         out.append("- compiled here: none")
+    for action, names in groups:
+        label = "compiled here" if action == "built" else f"modules, {md(action)}"
+        out.append(f"- {label}: " + ", ".join(md(n) for n in names[:MAX_ROWS]))
     out.append(f"- {reproducible_word(d.get('reproducible'))}")
-    origins = d.get("origins")
-    if isinstance(origins, Mapping) and origins:
-        out.append("- origin of every file: " + ", ".join(
-            f"{md(k)}: {md(len(x) if isinstance(x, (list, tuple, Mapping)) else x)}"
-            for k, x in origins.items()))
+    counts = origin_counts(d.get("origins"))
+    if counts:
+        out.append("- origin of the wheel's files: "
+                   + ", ".join(f"{md(k)}: {n}" for k, n in counts))
     out.append("")
     return out
 

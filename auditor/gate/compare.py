@@ -1,0 +1,101 @@
+"""Findings and dependencies of the new audit compared with the baseline's.
+
+Findings are compared by fingerprint (rule + path + normalised code: stable across a rebase). A new
+finding whose fingerprint the baseline had is *carried* as already reviewed when the baseline
+accepted it — a ``review``/``info`` finding, or a waived one — and its action is not stricter now.
+A blocking finding is never carried: accepting a block takes a waiver, which the new audit applies
+itself. Everything else counts as new.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from auditor.model import Action, Finding
+from auditor.report.view import as_list, as_map, dep_text
+
+_RANK = {Action.INFO: 0, Action.REVIEW: 1, Action.BLOCK: 2}
+
+
+@dataclass(frozen=True)
+class FindingDiff:
+    new: tuple[Finding, ...]  # not in the baseline, or no longer acceptable: these count
+    carried: tuple[Finding, ...]  # in the baseline and accepted there: already reviewed
+    resolved: tuple[Finding, ...]  # baseline findings the new audit no longer has
+
+    @property
+    def carried_fingerprints(self) -> frozenset[str]:
+        return frozenset(f.fingerprint for f in self.carried)
+
+
+def accepted_in(baseline: Iterable[Finding]) -> dict[str, Finding]:
+    """fingerprint -> the baseline finding, for the findings the baseline accepted."""
+    out: dict[str, Finding] = {}
+    for b in baseline:
+        if b.waived or b.action is not Action.BLOCK:
+            prev = out.get(b.fingerprint)
+            if prev is None or _RANK[b.action] > _RANK[prev.action]:
+                out[b.fingerprint] = b
+    return out
+
+
+def is_carried(f: Finding, accepted: Mapping[str, Finding]) -> bool:
+    b = accepted.get(f.fingerprint)
+    if b is None or (f.action is Action.BLOCK and not f.waived):
+        return False
+    return f.waived or b.waived or _RANK[f.action] <= _RANK[b.action]
+
+
+def compare_findings(baseline: Sequence[Finding], current: Sequence[Finding]) -> FindingDiff:
+    accepted = accepted_in(baseline)
+    new = tuple(f for f in current if not is_carried(f, accepted))
+    carried = tuple(f for f in current if is_carried(f, accepted))
+    now = {f.fingerprint for f in current}
+    resolved = tuple(b for b in baseline if b.fingerprint not in now)
+    return FindingDiff(new, carried, resolved)
+
+
+@dataclass(frozen=True)
+class DepsDiff:
+    """What the dependency picture gained since the baseline (entries as the deps stage gave them)."""
+
+    added: tuple[Any, ...]
+    removed: tuple[Any, ...]
+    changed: tuple[Any, ...]
+    vulnerabilities: tuple[Any, ...]
+    compared: bool  # False when either audit has no dependency data
+
+    def to_json(self) -> dict[str, Any]:
+        return {"compared": self.compared, "added": list(self.added),
+                "removed": list(self.removed), "changed": list(self.changed),
+                "vulnerabilities": list(self.vulnerabilities)}
+
+    @property
+    def empty(self) -> bool:
+        return not (self.added or self.removed or self.changed or self.vulnerabilities)
+
+
+def _vuln_key(v: Any) -> str:
+    if isinstance(v, Mapping):
+        return f"{v.get('id')}\0{v.get('package')}\0{v.get('version')}"
+    return str(v)
+
+
+def _since(old: Sequence[Any], new: Sequence[Any], key: Any = dep_text) -> tuple[Any, ...]:
+    seen = {key(x) for x in old}
+    return tuple(x for x in new if key(x) not in seen)
+
+
+def compare_deps(old: Mapping[str, Any] | None, new: Mapping[str, Any] | None) -> DepsDiff:
+    o, n = as_map(old), as_map(new)
+    compared = bool(o) and bool(n)
+    return DepsDiff(
+        added=_since(as_list(o.get("added")), as_list(n.get("added"))),
+        removed=_since(as_list(o.get("removed")), as_list(n.get("removed"))),
+        changed=_since(as_list(o.get("changed")), as_list(n.get("changed"))),
+        vulnerabilities=_since(as_list(o.get("vulnerabilities")),
+                               as_list(n.get("vulnerabilities")), _vuln_key),
+        compared=compared,
+    )

@@ -1,0 +1,121 @@
+"""Old and new series matched as ``git range-diff`` does: by patch-id, then by subject.
+
+Pure functions on plain values, so the matching is tested without any repository. A commit whose
+patch-id is unchanged keeps its earlier review; one matched only by subject has a changed patch; the
+rest were added or dropped. The result follows the new series' order, with each dropped commit
+placed where it stood in the old one.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict, deque
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from auditor.report.view import as_text, patch_ids, series_commits
+from auditor.textsafe import redact
+
+
+class MatchKind(StrEnum):
+    UNCHANGED = "unchanged"  # same patch-id: the earlier review holds
+    CHANGED = "changed"  # same subject, different patch: review again
+    ADDED = "added"  # only in the new series
+    DROPPED = "dropped"  # only in the baseline's series
+
+    @property
+    def mark(self) -> str:
+        """The sign ``git range-diff`` prints between the two sides."""
+        return {"unchanged": "=", "changed": "!", "added": ">", "dropped": "<"}[self.value]
+
+
+@dataclass(frozen=True)
+class SeriesEntry:
+    index: int  # 1-based position in its series
+    sha: str
+    subject: str
+    patch_id: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"index": self.index, "sha": self.sha, "subject": redact(self.subject),
+                "patch_id": self.patch_id}
+
+
+@dataclass(frozen=True)
+class CommitMatch:
+    kind: MatchKind
+    old: SeriesEntry | None
+    new: SeriesEntry | None
+
+    @property
+    def subject_changed(self) -> bool:
+        return bool(self.old and self.new and self.old.subject != self.new.subject)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind.value,
+                "old": self.old.to_json() if self.old else None,
+                "new": self.new.to_json() if self.new else None}
+
+
+def entries(details: Mapping[str, Any]) -> tuple[SeriesEntry, ...]:
+    """The listed series of a verify stage's details, in order, with patch-ids and subjects."""
+    pids = patch_ids(details)
+    out = []
+    for i, c in enumerate(series_commits(details), 1):
+        sha = as_text(c.get("sha"))
+        out.append(SeriesEntry(i, sha, as_text(c.get("subject")).strip(), pids.get(sha)))
+    return tuple(out)
+
+
+def _norm_subject(subject: str) -> str:
+    return " ".join(subject.split())
+
+
+def match_series(old: Sequence[SeriesEntry], new: Sequence[SeriesEntry]) -> tuple[CommitMatch, ...]:
+    """Pair each new commit with at most one old commit (patch-id first, then subject)."""
+    pair: dict[int, int] = {}  # new position -> old position (0-based)
+    kind: dict[int, MatchKind] = {}
+    used: set[int] = set()
+
+    def pass_(key_of: Any, found: MatchKind) -> None:
+        pool: dict[str, deque[int]] = defaultdict(deque)
+        for i, o in enumerate(old):
+            k = key_of(o)
+            if k and i not in used:
+                pool[k].append(i)
+        for j, n in enumerate(new):
+            k = key_of(n)
+            if j in pair or not k or not pool.get(k):
+                continue
+            i = pool[k].popleft()
+            pair[j], kind[j] = i, found
+            used.add(i)
+
+    pass_(lambda e: e.patch_id, MatchKind.UNCHANGED)
+    pass_(lambda e: _norm_subject(e.subject), MatchKind.CHANGED)
+
+    out: list[CommitMatch] = []
+    emitted: set[int] = set()
+
+    def drop_before(limit: int) -> None:
+        for i in range(limit):
+            if i not in used and i not in emitted:
+                emitted.add(i)
+                out.append(CommitMatch(MatchKind.DROPPED, old[i], None))
+
+    for j, n in enumerate(new):
+        if j in pair:
+            drop_before(pair[j])
+            out.append(CommitMatch(kind[j], old[pair[j]], n))
+        else:
+            out.append(CommitMatch(MatchKind.ADDED, None, n))
+    drop_before(len(old))
+    return tuple(out)
+
+
+def counts(matches: Iterable[CommitMatch]) -> dict[str, int]:
+    out = {k.value: 0 for k in MatchKind}
+    for m in matches:
+        out[m.kind.value] += 1
+    return out

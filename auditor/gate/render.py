@@ -1,0 +1,167 @@
+"""The gate's outputs: gate.md (a pull-request comment), gate.json, and the range-diff on stderr.
+
+Like the reports, every untrusted string (subjects, paths, messages) is redacted and escaped for
+its target: Markdown via :func:`auditor.report.markdown.md`, the terminal via
+:func:`auditor.report.console.safe`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from rich.console import Console
+
+from auditor.gate.match import CommitMatch, MatchKind, counts
+from auditor.gate.result import GateResult
+from auditor.model import Finding
+from auditor.report.console import safe
+from auditor.report.markdown import VERDICT_MARK, code, finding_row, md, table
+from auditor.report.view import clean_finding, dep_text, short, vulnerabilities
+
+_COLOUR = {MatchKind.UNCHANGED: "green", MatchKind.CHANGED: "yellow", MatchKind.ADDED: "cyan",
+           MatchKind.DROPPED: "red"}
+
+
+def gate_json(g: GateResult) -> str:
+    return json.dumps(g.to_json(), indent=2, ensure_ascii=False) + "\n"
+
+
+def _side(e: Any) -> tuple[str, str]:
+    return (str(e.index), short(e.sha, 7)) if e is not None else ("-", "-------")
+
+
+def _subject(m: CommitMatch) -> str:
+    side = m.new or m.old
+    return side.subject if side is not None else ""
+
+
+def range_diff_lines(series: Sequence[CommitMatch]) -> list[tuple[CommitMatch, str]]:
+    """``git range-diff``-style lines: ``1: abc1234 = 1: def5678 subject`` (text, unescaped)."""
+    width = max((len(str(e.index)) for m in series for e in (m.old, m.new) if e), default=1)
+    out = []
+    for m in series:
+        (oi, osha), (ni, nsha) = _side(m.old), _side(m.new)
+        subject = _subject(m)
+        text = f"{oi:>{width}}: {osha} {m.kind.mark} {ni:>{width}}: {nsha} {subject}"
+        if m.subject_changed and m.old is not None:
+            text += f"  (was: {m.old.subject})"
+        out.append((m, text))
+    return out
+
+
+def print_gate(console: Console, g: GateResult) -> None:
+    colour = {"PASS": "green", "REVIEW": "yellow", "FAIL": "red", "INCOMPLETE": "magenta"}
+    c = counts(g.series)
+    console.rule(f"range-diff against the baseline: {c['unchanged']} unchanged, {c['changed']} "
+                 f"changed, {c['added']} new, {c['dropped']} dropped")
+    for m, text in range_diff_lines(g.series):
+        console.print(f"[{_COLOUR[m.kind]}]{safe(text)}[/]")
+    if not g.series_known:
+        console.print("[magenta]the series could not be compared (a side recorded no commits)[/]")
+    console.print(f"findings: {len(g.findings.new)} new, {len(g.findings.carried)} carried as "
+                  f"reviewed, {len(g.findings.resolved)} gone since the baseline")
+    for f in sorted(g.findings.new, key=lambda f: (f.waived, f.action.value, f.path))[:20]:
+        f = clean_finding(f)
+        state = "waived" if f.waived else f.action.value
+        console.print(f"  new {safe(state)} {safe(f.category.value)} {safe(f.path)}:{f.line} "
+                      f"({safe(short(f.commit) if f.commit else 'upstream')}) {safe(f.message)}")
+    if len(g.findings.new) > 20:
+        console.print(f"  … and {len(g.findings.new) - 20} more in gate.md")
+    d = g.deps
+    if not d.empty:
+        console.print(f"dependencies since the baseline: {len(d.added)} added, {len(d.removed)} "
+                      f"removed, {len(d.changed)} changed, {len(d.vulnerabilities)} new "
+                      "vulnerabilit(ies)")
+    v = g.verdict.value
+    console.rule(f"[{colour[v]}]gate verdict: {v}[/{colour[v]}]")
+    for r in g.reasons[:12]:
+        console.print(f"  • {safe(r)}")
+
+
+def _findings_of(g: GateResult, m: CommitMatch) -> tuple[list[Finding], list[Finding]]:
+    sha = m.new.sha if m.new else None
+    new = [f for f in g.findings.new if sha is not None and f.commit == sha]
+    carried = [f for f in g.findings.carried if sha is not None and f.commit == sha]
+    return new, carried
+
+
+def gate_markdown(g: GateResult) -> str:
+    out = [f"# {VERDICT_MARK[g.verdict]} Upgrade gate: **{g.verdict.value}**", ""]
+    b = g.to_json()["baseline"]
+    a = g.to_json()["audit"]
+    out.append(f"Baseline {md(b['upstream']['ref'] or '?')} ({md(b['verdict'])}) → "
+               f"{md(a['upstream']['ref'] or '?')} ({md(a['verdict'])} on its own)")
+    out.append("")
+    out += [f"- {md(r)}" for r in g.reasons]
+    out.append("")
+
+    out += ["## Series (range-diff)", ""]
+    if not g.series:
+        out += ["No series commits on either side.", ""]
+    else:
+        rows = []
+        for m in g.series:
+            new, carried = _findings_of(g, m)
+            review = {MatchKind.UNCHANGED: "kept: reviewed in the baseline",
+                      MatchKind.CHANGED: "**review again**: the patch changed",
+                      MatchKind.ADDED: "**review**: new commit",
+                      MatchKind.DROPPED: "dropped"}[m.kind]
+            if m.subject_changed and m.old is not None:
+                review += f" (subject was: {md(m.old.subject)})"
+            rows.append([
+                f"{m.old.index}: {code(short(m.old.sha))}" if m.old else "—",
+                m.kind.mark.replace(">", "\\>").replace("<", "\\<"),
+                f"{m.new.index}: {code(short(m.new.sha))}" if m.new else "—",
+                md(_subject(m)),
+                review,
+                f"{len(new)} new, {len(carried)} carried" if m.new else "—",
+            ])
+        out += table(["old", "", "new", "subject", "review", "findings"], rows, limit=300,
+                      more="in gate.json")
+        out.append("")
+
+    out += ["## New findings (these count)", ""]
+    if g.findings.new:
+        out += table(["action", "severity", "category", "location", "commit", "rule", "message"],
+                     (finding_row(clean_finding(f)) for f in g.findings.new), more="in gate.json")
+    else:
+        out.append("None.")
+    out.append("")
+    out += ["## Carried from the baseline (already reviewed)", ""]
+    if g.findings.carried:
+        out += table(["action", "severity", "category", "location", "commit", "rule", "message"],
+                     (finding_row(clean_finding(f)) for f in g.findings.carried),
+                     more="in gate.json")
+    else:
+        out.append("None.")
+    out.append("")
+    if g.findings.resolved:
+        out += ["## Gone since the baseline", ""]
+        out += table(["action", "severity", "category", "location", "commit", "rule", "message"],
+                     (finding_row(clean_finding(f)) for f in g.findings.resolved),
+                     more="in gate.json")
+        out.append("")
+
+    out += ["## Dependencies since the baseline", ""]
+    d = g.deps
+    if not d.compared:
+        out.append("Not compared: the dependency stage did not produce data in both audits.")
+        if not d.empty:
+            out.append("")
+    if d.compared or not d.empty:
+        for label, items in (("added", d.added), ("removed", d.removed), ("changed", d.changed)):
+            out.append(f"- newly {label}: "
+                       + (", ".join(md(dep_text(x)) for x in items) or "none"))
+        vulns = vulnerabilities({"vulnerabilities": list(d.vulnerabilities)})
+        if vulns:
+            out.append("")
+            out += table(["id", "package", "version", "fixed in", "severity"],
+                         ([md(x.id), md(x.package), md(x.version), md(x.fixed), md(x.severity)]
+                          for x in vulns))
+        else:
+            out.append("- new known vulnerabilities: none")
+    out.append("")
+    out.append("The full audit of the new version is in report.md / report.html next to this file.")
+    return "\n".join(out) + "\n"

@@ -1,0 +1,120 @@
+"""The gate's decision: what changed since the baseline, what counts, the verdict and its reasons.
+
+:func:`decide` is pure: two :class:`~auditor.model.AuditResult` in, a :class:`GateResult` out. The
+verdict is :func:`~auditor.model.compute_verdict` over the new audit's stages with the findings
+carried from the baseline left out, so only new blocking or review findings, a failed proof or
+check, or something not checked can make it other than PASS.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+from auditor.gate.compare import DepsDiff, FindingDiff, compare_deps, compare_findings
+from auditor.gate.match import CommitMatch, counts, entries, match_series
+from auditor.model import AuditResult, StageStatus, Verdict, compute_verdict
+from auditor.report.view import as_map, clean_finding
+
+GATE_SCHEMA = "auditor/gate/v1"
+
+
+@dataclass(frozen=True)
+class GateResult:
+    verdict: Verdict
+    reasons: tuple[str, ...]
+    baseline: AuditResult
+    audit: AuditResult
+    series: tuple[CommitMatch, ...]
+    series_known: bool  # False when either audit recorded no series (verify did not complete)
+    findings: FindingDiff
+    deps: DepsDiff
+    baseline_path: str = ""
+
+    def commit_for(self, sha: str | None) -> CommitMatch | None:
+        for m in self.series:
+            if m.new is not None and m.new.sha == sha:
+                return m
+        return None
+
+    def to_json(self) -> dict[str, Any]:
+        carried = self.findings.carried_fingerprints
+        per_commit = []
+        for m in self.series:
+            sha = m.new.sha if m.new else None
+            entry = m.to_json()
+            if m.new is not None:
+                mine = [f for f in self.audit.findings if f.commit == sha]
+                entry["findings"] = {"new": sum(1 for f in mine if f.fingerprint not in carried),
+                                     "carried": sum(1 for f in mine if f.fingerprint in carried)}
+            per_commit.append(entry)
+        return {
+            "schema": GATE_SCHEMA,
+            "verdict": self.verdict.value,
+            "reasons": list(self.reasons),
+            "baseline": _summary(self.baseline) | {"path": self.baseline_path},
+            "audit": _summary(self.audit),
+            "series": {"known": self.series_known, "counts": counts(self.series),
+                       "commits": per_commit},
+            "findings": {
+                "new": [clean_finding(f).to_json() for f in self.findings.new],
+                "carried": [clean_finding(f).to_json() for f in self.findings.carried],
+                "resolved": [clean_finding(f).to_json() for f in self.findings.resolved],
+            },
+            "deps": self.deps.to_json(),
+        }
+
+
+def _summary(audit: AuditResult) -> dict[str, Any]:
+    engine = as_map(audit.inputs.get("engine"))
+    verify = audit.stages.get("verify")
+    up = as_map(verify.details.get("upstream")) if verify else {}
+    return {"verdict": audit.verdict.value,
+            "engine": {"profile": engine.get("profile"), "version": engine.get("version")},
+            "upstream": {"ref": up.get("ref") or as_map(audit.inputs.get("upstream")).get("ref"),
+                         "commit": up.get("commit")}}
+
+
+def decide(baseline: AuditResult, audit: AuditResult, *, baseline_path: str = "") -> GateResult:
+    old_verify = baseline.stages.get("verify")
+    new_verify = audit.stages.get("verify")
+    old_series = entries(old_verify.details) if old_verify else ()
+    new_series = entries(new_verify.details) if new_verify else ()
+    series = match_series(old_series, new_series)
+    findings = compare_findings(baseline.findings, audit.findings)
+    carried = set(map(id, findings.carried))
+    stages = [replace(st, findings=tuple(f for f in st.findings if id(f) not in carried))
+              for st in audit.stages.values()]
+    verdict, reasons = compute_verdict(stages)
+    extra = []
+    if findings.carried:
+        extra.append(f"{len(findings.carried)} finding(s) already reviewed in the baseline "
+                     "(same fingerprint) carried, not counted")
+    c = counts(series)
+    extra.append(f"series: {c['unchanged']} unchanged, {c['changed']} changed, {c['added']} new, "
+                 f"{c['dropped']} dropped commit(s) since the baseline")
+    series_known = bool(old_series) and bool(new_series)
+    if not series_known:
+        extra.append("series: not compared — "
+                     + ("the baseline" if not old_series else "the new audit")
+                     + " recorded no series commits")
+    if baseline.verdict in (Verdict.FAIL, Verdict.INCOMPLETE):
+        extra.append(f"note: the baseline's own verdict was {baseline.verdict.value}; its blocking "
+                     "findings were not carried")
+    if verdict is Verdict.PASS:
+        reasons = ("no new blocking or review finding since the baseline, the proof holds and "
+                   "every requested check ran",)
+    for st in audit.stages.values():
+        if st.name == "verify" and st.status is StageStatus.NOT_REQUESTED:
+            extra.append("verify was not requested: the series could not be matched")
+    return GateResult(verdict=verdict, reasons=tuple(reasons) + tuple(extra), baseline=baseline,
+                      audit=audit, series=series, series_known=series_known, findings=findings,
+                      deps=compare_deps(_deps(baseline), _deps(audit)),
+                      baseline_path=baseline_path)
+
+
+def _deps(audit: AuditResult) -> dict[str, Any] | None:
+    st = audit.stages.get("deps")
+    if st is None or st.status is StageStatus.NOT_REQUESTED:
+        return None
+    return dict(st.details)

@@ -1,0 +1,45 @@
+"""``auditor gate SPEC --baseline OLD/audit.json``: audit the upgrade, decide it against the baseline.
+
+The baseline is loaded and checked first (a bad one stops with exit 2 before anything runs); then
+the full audit of the new version is written to ``out``; then gate.json and gate.md are added to it,
+the range-diff summary goes to stderr and, with ``--json``, gate.json to stdout.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from rich.console import Console
+
+from auditor.gate.baseline import check_fits, load_baseline
+from auditor.gate.render import gate_json, gate_markdown, print_gate
+from auditor.gate.result import GateResult, decide
+from auditor.model import exit_code_for
+from auditor.spec import Spec
+from auditor.stage import Options
+
+
+def write_gate(g: GateResult, out: Path) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    for name, text in (("gate.json", gate_json(g)), ("gate.md", gate_markdown(g))):
+        tmp = out / f".{name}.tmp"
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(out / name)
+
+
+def run_gate(spec: Spec, baseline: Path, out: Path, options: Options, as_json: bool,
+             console: Console | None = None) -> int:
+    from auditor.pipeline import audit as run_audit
+
+    console = console or Console(stderr=True, highlight=False)
+    old = load_baseline(baseline)
+    check_fits(old, spec, baseline)
+    new = run_audit(spec, options, out)
+    g = decide(old, new, baseline_path=str(baseline))
+    write_gate(g, out)
+    print_gate(console, g)
+    if as_json:
+        sys.stdout.write(gate_json(g))
+        sys.stdout.flush()
+    return exit_code_for(g.verdict, options.fail_on)

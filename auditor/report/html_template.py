@@ -1,0 +1,322 @@
+"""The jinja2 template, stylesheet and script of report.html (kept in Python: no package data).
+
+Only ``STYLE`` and ``SCRIPT`` (constants of this module) are inserted unescaped; every other value
+goes through autoescape, and untrusted text through the ``t`` filter (redact + control bytes).
+"""
+
+from __future__ import annotations
+
+STYLE = """
+:root { --fg:#1d2127; --muted:#5b6470; --line:#d8dde3; --bg:#fff; --soft:#f5f7f9;
+  --block:#b42318; --review:#a15c00; --info:#3b5b8c; --ok:#1a7f37; --waived:#6e7781; }
+* { box-sizing: border-box; }
+body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; color: var(--fg);
+  background: var(--bg); margin: 0 auto; max-width: 1100px; padding: 1.5rem; }
+h1 { font-size: 1.6rem; margin: 0 0 .3rem; } h2 { font-size: 1.2rem; margin: 2rem 0 .6rem;
+  border-bottom: 1px solid var(--line); padding-bottom: .2rem; } h3 { font-size: 1rem; }
+code, pre, .mono { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace;
+  font-size: 12.5px; }
+table { border-collapse: collapse; width: 100%; margin: .4rem 0; }
+th, td { border: 1px solid var(--line); padding: .25rem .45rem; text-align: left;
+  vertical-align: top; overflow-wrap: anywhere; }
+th { background: var(--soft); }
+.muted { color: var(--muted); }
+.verdict { display: inline-block; padding: .15rem .6rem; border-radius: 4px; color: #fff;
+  font-weight: 700; }
+.v-PASS { background: var(--ok); } .v-REVIEW { background: var(--review); }
+.v-FAIL { background: var(--block); } .v-INCOMPLETE { background: #6f42c1; }
+.st-ok { color: var(--ok); } .st-failed { color: var(--block); font-weight: 700; }
+.st-incomplete { color: #6f42c1; font-weight: 700; } .st-not-requested { color: var(--muted); }
+.a-block { color: var(--block); font-weight: 700; } .a-review { color: var(--review);
+  font-weight: 700; } .a-info { color: var(--info); } .a-waived { color: var(--waived); }
+.notchecked { border: 2px solid #6f42c1; background: #f6f0ff; padding: .6rem 1rem;
+  border-radius: 6px; }
+.allchecked { border: 1px solid var(--ok); padding: .4rem 1rem; border-radius: 6px; }
+.commit { border: 1px solid var(--line); border-radius: 6px; padding: .5rem .8rem;
+  margin: .5rem 0; break-inside: avoid; }
+pre.msg { white-space: pre-wrap; color: var(--muted); margin: .2rem 0 .4rem; }
+.commit.clean { border-left: 4px solid var(--ok); }
+.commit.dirty { border-left: 4px solid var(--block); }
+.commit.looked { border-left: 4px solid var(--review); }
+.finding { border: 1px solid var(--line); border-radius: 6px; padding: .5rem .8rem;
+  margin: .5rem 0; break-inside: avoid; }
+.finding h3 { margin: 0 0 .3rem; font-size: .95rem; }
+.finding.waived { opacity: .8; }
+pre.snippet { background: var(--soft); border: 1px solid var(--line); padding: .3rem 0;
+  overflow-x: auto; margin: .4rem 0 0; white-space: pre; }
+pre.snippet span { display: block; padding: 0 .6rem; }
+pre.snippet span.hl { background: #fff1c2; }
+pre.snippet .ln { display: inline; padding: 0 .8rem 0 0; color: var(--muted);
+  user-select: none; }
+.filters { background: var(--soft); border: 1px solid var(--line); padding: .4rem .8rem;
+  border-radius: 6px; margin: .5rem 0; }
+.filters label { margin-right: 1rem; }
+[hidden] { display: none !important; }
+@media print {
+  body { max-width: none; padding: 0; font-size: 11px; }
+  .filters { display: none !important; }
+  .finding[hidden] { display: block !important; }
+  a { color: inherit; text-decoration: none; }
+  h2 { break-after: avoid; }
+}
+"""
+
+# Filters the finding cards by data-category / data-action / data-commit; shows the filter bar only
+# when it runs, so a page without JavaScript shows every card and no dead controls.
+SCRIPT = """
+(function () {
+  var bar = document.getElementById("filters");
+  if (!bar) { return; }
+  var selects = bar.querySelectorAll("select");
+  var cards = document.querySelectorAll(".finding");
+  var shown = document.getElementById("shown");
+  function apply() {
+    var n = 0;
+    for (var i = 0; i < cards.length; i++) {
+      var ok = true;
+      for (var j = 0; j < selects.length; j++) {
+        var want = selects[j].value;
+        if (want && cards[i].getAttribute("data-" + selects[j].name) !== want) { ok = false; }
+      }
+      cards[i].hidden = !ok;
+      if (ok) { n++; }
+    }
+    shown.textContent = String(n);
+  }
+  for (var k = 0; k < selects.length; k++) { selects[k].addEventListener("change", apply); }
+  bar.hidden = false;
+  apply();
+})();
+"""
+
+TEMPLATE = """<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="{{ csp }}">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="referrer" content="no-referrer">
+<title>{{ page_title }}: {{ v.verdict.value }}</title>
+<style>{{ style|safe }}</style>
+</head>
+<body>
+<header>
+<h1>{{ page_title }}: <span class="verdict v-{{ v.verdict.value }}">{{ v.verdict.value }}</span></h1>
+{% if v.title %}<p class="muted">{{ v.title|t }}{% if v.tool %} · {{ v.tool|t }}{% endif %}</p>{% endif %}
+<ul>
+{% for r in v.reasons %}
+<li>{{ r|t }}</li>
+{% endfor %}
+</ul>
+</header>
+
+<section id="not-checked">
+<h2>Not checked</h2>
+{% if v.not_checked %}
+<div class="notchecked">
+<p><strong>These requested checks did not run; nothing here is reported clean:</strong></p>
+<ul>
+{% for x in v.not_checked %}
+<li>{{ x|t }}</li>
+{% endfor %}
+</ul>
+</div>
+{% else %}
+<p class="allchecked">Every requested check ran.</p>
+{% endif %}
+{% if v.not_requested %}
+<p>Not requested by the spec, so not checked at all: {{ v.not_requested|join(", ") }}</p>
+{% endif %}
+</section>
+
+<section id="stages">
+<h2>Stages</h2>
+<table>
+<thead><tr><th>stage</th><th>status</th><th>summary</th></tr></thead>
+<tbody>
+{% for s in v.stages %}
+<tr><td>{{ s.name }}</td><td class="st-{{ s.status.value }}">{{ s.status.value }}</td>
+<td>{{ s.summary|t }}{% if s.problems %}<ul>{% for p in s.problems %}<li>{{ p|t }}</li>{% endfor %}</ul>{% endif %}</td></tr>
+{% endfor %}
+</tbody>
+</table>
+</section>
+
+<section id="proof">
+<h2>Tree proof</h2>
+{% set p = v.proof %}
+{% if p is none %}
+<p>Not requested: the bundle was not compared with upstream.</p>
+{% else %}
+<p>{% if p.ok is true %}<strong class="st-ok">The bundle is exactly upstream + the listed commits.</strong>
+{% elif p.ok is false %}<strong class="st-failed">The bundle is NOT upstream + the listed commits.</strong>
+{% else %}<strong class="st-incomplete">Not decided.</strong>{% endif %}</p>
+<table>
+<tr><th>upstream</th><td><code>{{ p.upstream_ref|t }}</code> → commit <code>{{ p.upstream_commit|t }}</code>, tree <code>{{ p.upstream_tree|t }}</code></td></tr>
+<tr><th>expected tree</th><td><code>{{ p.expected_tree|t or "—" }}</code> (upstream + series replayed)</td></tr>
+<tr><th>bundle tree</th><td><code>{{ p.bundle_tree|t or "—" }}</code></td></tr>
+<tr><th>series</th><td>{{ p.listed }} listed;
+{% if p.order_ok is true %}in order{% elif p.order_ok is false %}<strong>NOT in the listed order</strong>{% else %}order unknown{% endif %};
+unlisted (hidden): {% for s in p.unlisted %}<code>{{ s|t|short }}</code> {% else %}none{% endfor %};
+missing: {% for s in p.missing %}<code>{{ s|t|short }}</code> {% else %}none{% endfor %};
+merges: {% for s in p.merges %}<code>{{ s|t|short }}</code> {% else %}none{% endfor %}</td></tr>
+</table>
+{% if p.differences %}
+<h3>Paths that differ</h3>
+<table>
+<thead><tr><th>path</th><th>change</th><th>detail</th></tr></thead>
+<tbody>
+{% for d in p.differences %}
+<tr><td class="mono">{{ d.get("path")|t }}</td><td>{{ d.get("change")|t }}</td>
+<td>{% for k, val in diff_details(d) %}{{ k|t }}: {{ val|t }}{% if not loop.last %}, {% endif %}{% endfor %}
+{% if d.get("diff") %}<pre class="snippet">{{ d.get("diff")|t }}</pre>{% endif %}</td></tr>
+{% endfor %}
+</tbody>
+</table>
+{% if p.differences_total > p.differences|length %}<p>The stage listed {{ p.differences|length }} of {{ p.differences_total }} differences.</p>{% endif %}
+{% endif %}
+{% if p.anomalies %}
+<h3>Anomalies worth a look</h3>
+<ul>
+{% for a in p.anomalies %}<li>{{ a|t }}</li>
+{% endfor %}
+</ul>
+{% endif %}
+{% endif %}
+</section>
+
+<section id="series">
+<h2>The series, commit by commit</h2>
+{% if not v.commits %}<p>No series commits were recorded.</p>{% endif %}
+{% for c in v.commits %}
+<div class="commit {{ 'clean' if not c.counts.total else ('dirty' if c.counts.block else 'looked') }}" id="c{{ c.index }}">
+<h3>{{ c.index }}. <code>{{ c.sha|t|short }}</code> {{ c.subject|t }}</h3>
+<p class="muted">{{ c.author|t }}{% if c.date %} · {{ c.date|t }}{% endif %}{% if c.patch_id %} · patch-id <code>{{ c.patch_id|t|short(12) }}</code>{% endif %}
+{% if c.stats %} · {{ stats_text(c.stats)|t }}{% endif %}</p>
+{% if c.body %}<pre class="msg">{{ c.body|t }}</pre>{% endif %}
+{% if c.findings %}
+<p>{{ c.counts.words() }}{% for cat, cnt in c.by_category %}{% if loop.first %} — {% endif %}{{ cat }}: {{ cnt.total }}{% if not loop.last %}, {% endif %}{% endfor %}</p>
+<ul>
+{% for f in c.findings %}
+<li><a href="#{{ anchor(f) }}"><span class="a-{{ state(f) }}">{{ state(f) }}</span> {{ f.category.value }} {{ f.path|t }}{% if f.line >= 1 %}:{{ f.line }}{% endif %}</a> — {{ f.message|t }}</li>
+{% endfor %}
+</ul>
+{% else %}
+<p class="st-ok">clean: no findings</p>
+{% endif %}
+</div>
+{% endfor %}
+{% for g in v.others %}
+<div class="commit {{ 'dirty' if g.counts.block else 'looked' }}">
+<h3>{{ g.label|t }}</h3>
+<p>{{ g.counts.words() }}</p>
+</div>
+{% endfor %}
+</section>
+
+<section id="findings">
+<h2>Findings</h2>
+{% if not findings %}
+<p>No findings{% if v.not_checked %} — but not everything was checked: see “Not checked”{% endif %}.</p>
+{% else %}
+<p>{{ v.counts.words() }}. By category:
+{% for cat, group in v.by_category %}{{ cat }} ({{ group|length }}){% if not loop.last %}, {% endif %}{% endfor %}.</p>
+<form class="filters" id="filters" hidden>
+<label>category <select name="category"><option value="">all</option>
+{% for c in categories %}<option value="{{ c }}">{{ c }}</option>{% endfor %}
+</select></label>
+<label>action <select name="action"><option value="">all</option>
+{% for a in ("block", "review", "info", "waived") %}<option value="{{ a }}">{{ a }}</option>{% endfor %}
+</select></label>
+<label>commit <select name="commit"><option value="">all</option>
+{% for c in v.commits if c.findings %}<option value="{{ c.sha|t }}">{{ c.index }}. {{ c.sha|t|short }} {{ c.subject|t|truncate(50) }}</option>{% endfor %}
+<option value="none">not a series commit</option>
+</select></label>
+<span class="muted"><span id="shown">{{ findings|length }}</span> shown</span>
+</form>
+{% for f in findings %}
+<article class="finding {{ 'waived' if f.waived else '' }}" id="{{ anchor(f) }}" data-category="{{ f.category.value }}" data-action="{{ state(f) }}" data-commit="{{ (f.commit|t) if f.commit in commit_index else 'none' }}">
+<h3><span class="a-{{ state(f) }}">{{ state(f) }}</span> · {{ f.severity.value }} · {{ f.category.value }} · <span class="mono">{{ f.path|t or "(no file)" }}{% if f.line >= 1 %}:{{ f.line }}{% endif %}</span></h3>
+<p>{{ f.message|t }}</p>
+<p class="muted">rule <code>{{ f.rule|t }}</code> · {{ f.scanner|t }} ·
+{% if f.commit in commit_index %}commit <a href="#c{{ commit_index[f.commit] }}"><code>{{ f.commit|t|short }}</code></a> (#{{ commit_index[f.commit] }})
+{% elif f.commit %}commit <code>{{ f.commit|t|short }}</code> (not in the listed series)
+{% else %}upstream{% if f.inherited %} (inherited){% endif %}{% endif %}
+ · fingerprint <code>{{ f.fingerprint|t|short(12) }}</code></p>
+{% if f.waived %}<p class="a-waived">waived: {{ (f.waiver or "no reason given")|t }}</p>{% endif %}
+{% set lines = snippet_lines(f) %}
+{% if lines %}<pre class="snippet">{% for n, text, hl in lines %}<span{% if hl %} class="hl"{% endif %}>{% if n %}<span class="ln">{{ n }}</span>{% endif %}{{ text|t }}</span>{% endfor %}</pre>{% endif %}
+{% if f.help %}<p class="muted">{{ f.help|t }}</p>{% endif %}
+</article>
+{% endfor %}
+{% endif %}
+</section>
+
+<section id="deps">
+<h2>Dependencies</h2>
+{% set d = v.deps %}
+{% if d is none %}<p>Not requested.</p>
+{% elif not d %}<p>No dependency data (the stage did not complete).</p>
+{% else %}
+<table>
+{% for key in ("added", "removed", "changed") %}
+<tr><th>{{ key }}</th><td>{% for x in as_list(d.get(key)) %}<span class="mono">{{ x|dep|t }}</span>{% if not loop.last %}, {% endif %}{% else %}none{% endfor %}</td></tr>
+{% endfor %}
+{% set src = as_map(d.get("source")) %}
+{% if src %}<tr><th>vulnerability data</th><td>{{ src.get("kind")|t }}{% if src.get("digest") %}, digest <code>{{ src.get("digest")|t|short(16) }}</code>{% endif %}{% if src.get("date") %}, {{ src.get("date")|t }}{% endif %}</td></tr>{% endif %}
+</table>
+{% set vulns = vulnerabilities(d) %}
+{% if vulns %}
+<h3>Known vulnerabilities</h3>
+<table>
+<thead><tr><th>id</th><th>aliases</th><th>package</th><th>version</th><th>fixed in</th><th>severity</th></tr></thead>
+<tbody>
+{% for x in vulns %}<tr><td>{{ x.id|t }}</td><td>{{ x.aliases|t }}</td><td>{{ x.package|t }}</td><td>{{ x.version|t }}</td><td>{{ x.fixed|t }}</td><td>{{ x.severity|t }}</td></tr>
+{% endfor %}
+</tbody>
+</table>
+{% else %}<p>No known vulnerabilities in the data consulted.</p>{% endif %}
+{% endif %}
+</section>
+
+<section id="build">
+<h2>Build</h2>
+{% set b = v.build %}
+{% if b is none %}<p>Not requested: nothing was built.</p>
+{% elif not b %}<p>No build data (the stage did not complete).</p>
+{% else %}
+{% set wheel = as_map(b.get("wheel")) %}
+<table>
+{% if wheel %}<tr><th>wheel</th><td class="mono">{{ wheel.get("file")|t }}<br>sha256 {{ wheel.get("sha256")|t }}</td></tr>{% endif %}
+{% set groups = module_groups(b.get("modules")) %}
+{% if not groups %}<tr><th>compiled here</th><td>none</td></tr>{% endif %}
+{% for action, names in groups %}
+<tr><th>{{ "compiled here" if action == "built" else "modules, " ~ action|t }}</th><td>{% for n in names %}<span class="mono">{{ n|t }}</span>{% if not loop.last %}, {% endif %}{% endfor %}</td></tr>
+{% endfor %}
+<tr><th>reproducibility</th><td>{{ reproducible_word(b.get("reproducible")) }}</td></tr>
+{% set oc = origin_counts(b.get("origins")) %}
+{% if oc %}<tr><th>origin of the wheel's files</th><td>{% for k, n in oc %}{{ k|t }}: {{ n }}{% if not loop.last %}, {% endif %}{% endfor %}</td></tr>{% endif %}
+</table>
+{% endif %}
+</section>
+
+<section id="ship">
+<h2>SBOM, provenance and service</h2>
+<ul>
+{% if v.sbom is none %}<li>SBOM: not requested</li>
+{% else %}{% set sb = as_map(v.sbom.get("sbom")) %}{% set pv = as_map(v.sbom.get("provenance")) %}
+<li>SBOM: {% if sb %}<span class="mono">{{ sb.get("file")|t }}</span>{% if sb.get("serial") %}, serial <code>{{ sb.get("serial")|t }}</code>{% endif %}{% else %}not written{% endif %}</li>
+<li>provenance: {% if pv %}<span class="mono">{{ (pv.get("file") or "statement")|t }}</span>{% else %}not written{% endif %}</li>
+{% endif %}
+{% if v.unit is none %}<li>service unit: not requested</li>
+{% else %}{% set u = v.unit.get("unit") %}
+<li>service unit: <span class="mono">{{ ((u.get("file") or u.get("name")) if u is mapping else u)|t or "not written" }}</span>, <strong>{{ exposure_text(v.unit)|t }}</strong></li>
+{% endif %}
+</ul>
+</section>
+
+<footer class="muted"><p>Generated by {{ v.tool|t }} from audit.json. Paths, messages and snippets come from the audited bundle and are shown as text; secrets are redacted.</p></footer>
+<script>{{ script|safe }}</script>
+</body>
+</html>
+"""

@@ -1,0 +1,204 @@
+"""AuditResults built by hand for the report tests: a realistic one and a hostile one."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+from auditor.model import (
+    Action,
+    AuditResult,
+    Category,
+    Finding,
+    Severity,
+    StageResult,
+    StageStatus,
+    compute_verdict,
+)
+
+C1, C2, C3 = "1" * 39 + "a", "2" * 39 + "b", "3" * 39 + "c"
+UPSTREAM = "0" * 39 + "d"
+SECRET = "sk-live0123456789abcdefghij"
+HOSTILE = "<script>alert(1)</script> [x](javascript:alert(1)) \x1b]8;;http://evil.example\x07click\x1b]8;;\x07 ::error::pwn\r\nline2"
+
+
+def finding(**kw: Any) -> Finding:
+    base: dict[str, Any] = dict(
+        rule="network.python.requests", category=Category.NETWORK, severity=Severity.HIGH,
+        action=Action.BLOCK, path="engine/telemetry.py", line=4, commit=C2,
+        message="outbound HTTP request", scanner="semgrep", fingerprint="a" * 32,
+        snippet="requests.post(URL, json=payload)\n")
+    base.update(kw)
+    return Finding(**base)
+
+
+def commit(sha: str, subject: str, index: int, **kw: Any) -> dict[str, Any]:
+    c = {"sha": sha, "tree": "e" * 40, "parents": [UPSTREAM], "subject": subject,
+         "message": subject + "\n", "author_name": "Fork Author",
+         "author_email": "fork@community.example", "author_date": f"2026-01-0{index}T00:00:00+00:00",
+         "committer_name": "Fork Author", "committer_email": "fork@community.example",
+         "committer_date": f"2026-01-0{index}T00:00:00+00:00", "patch_id": str(index) * 40,
+         "stats": {"files": index, "insertions": 10 * index, "deletions": index}}
+    c.update(kw)
+    return c
+
+
+def verify_stage(commits: list[dict[str, Any]], *, ok: bool = True) -> StageResult:
+    shas = [c["sha"] for c in commits]
+    details = {
+        "ok": ok,
+        "upstream": {"ref": "v1.0.0", "commit": UPSTREAM, "tree": "f" * 40},
+        "expected_tree": "e" * 40,
+        "bundle_tree": "e" * 40 if ok else "9" * 40,
+        "series": {"listed": shas, "unlisted": [], "missing": [], "merges": [],
+                   "order_ok": True, "patch_ids": {c["sha"]: c["patch_id"] for c in commits}},
+        "differences": [] if ok else [{"path": "engine/extra.py", "change": "added", "size": 12}],
+        "anomalies": [{"kind": "binary", "path": "libs/blob.so", "detail": "ELF shared object"}],
+        "commits": commits,
+    }
+    return StageResult("verify", StageStatus.OK if ok else StageStatus.FAILED, details,
+                       reasons=() if ok else ("bundle tree differs from the replayed series",))
+
+
+def rich_audit() -> AuditResult:
+    """Three commits: one benign, one hostile (block + waived), one with a review finding; deps
+    with a vulnerability; build, sbom, unit; nothing incomplete."""
+    commits = [commit(C1, "Refactor server options", 1),
+               commit(C2, "Add usage statistics", 2),
+               commit(C3, "Faster tokenizer loading", 3)]
+    scan_findings = (
+        finding(),
+        finding(rule="secret-access.env", category=Category.SECRET_ACCESS, line=2,
+                message="reads HF_TOKEN", fingerprint="b" * 32,
+                snippet=f"hf = os.environ['HF_TOKEN']\napi_key = \"{SECRET}\"\n", end_line=3),
+        finding(rule="process-exec.subprocess", category=Category.PROCESS_EXEC,
+                severity=Severity.MEDIUM, action=Action.REVIEW, path="engine/tokenizer.py",
+                line=10, commit=C3, message="runs a subprocess", fingerprint="c" * 32,
+                snippet="subprocess.run(['nproc'])\n"),
+        finding(rule="filesystem.tmp", category=Category.FILESYSTEM, severity=Severity.LOW,
+                action=Action.REVIEW, path="engine/cache.py", line=0, commit=None,
+                inherited=True, message="fixed name in /tmp", fingerprint="d" * 32, snippet="",
+                waived=True, waiver="upstream behaviour, tracked upstream"),
+    )
+    stages = {
+        "verify": verify_stage(commits),
+        "scan": StageResult("scan", StageStatus.OK,
+                            {"scope": "diff", "checked_files": ["engine/telemetry.py",
+                                                                "engine/tokenizer.py"],
+                             "scanners": {"semgrep": {"version": "1.185.0"},
+                                          "bandit": {"version": "1.9.4"}},
+                             "cache": {"hits": 0, "misses": 2}},
+                            findings=scan_findings),
+        "deps": StageResult("deps", StageStatus.OK, {
+            "added": [{"name": "orjson", "version": "==3.10.0", "file": "requirements.txt"}],
+            "removed": [],
+            "changed": [{"name": "fastapi", "old": "==0.110.0", "new": "==0.111.0"}],
+            "vulnerabilities": [{"id": "GHSA-xxxx-yyyy-zzzz", "aliases": ["CVE-2026-0001"],
+                                 "package": "orjson", "version": "3.10.0", "fixed": ["3.10.1"],
+                                 "severity": "HIGH"}],
+            "source": {"kind": "osv-snapshot", "digest": "ab" * 32, "date": "2026-11-01"}},
+            findings=(finding(rule="dependency.vulnerable", category=Category.DEPENDENCY,
+                              severity=Severity.HIGH, action=Action.REVIEW,
+                              path="requirements.txt", line=3, commit=C3,
+                              message="orjson 3.10.0 has GHSA-xxxx-yyyy-zzzz",
+                              scanner="osv", fingerprint="e" * 32, snippet=""),)),
+        "build": StageResult("build", StageStatus.OK, {
+            "wheel": {"file": "engine-1.0.0-cp311-linux_x86_64.whl", "sha256": "cd" * 32},
+            "modules": [{"name": "engine._C", "sources": ["csrc/kernel.cu"]}],
+            "reproducible": True,
+            "origins": {"official": ["a.py", "b.py"], "audited-source": ["c.py"],
+                        "built": ["engine/_C.so"]}}),
+        "sbom": StageResult("sbom", StageStatus.OK, {
+            "sbom": {"file": "sbom.cdx.json", "serial": "urn:uuid:00000000-0000-0000-0000-000000000000"},
+            "provenance": {"file": "provenance.intoto.json"}}),
+        "unit": StageResult("unit", StageStatus.OK, {
+            "unit": "engine.service", "exposure": {"score": 1.3, "label": "OK"}}),
+    }
+    verdict, reasons = compute_verdict(stages.values())
+    return AuditResult(verdict, reasons, stages, tool={"name": "auditor", "version": "9.9.9"},
+                       inputs={"spec": "/somewhere/audit.toml",
+                               "engine": {"profile": "engine", "package": "engine",
+                                          "version": "1.0.0"},
+                               "upstream": {"repo": "/x/engine", "ref": "v1.0.0", "commit": None},
+                               "patches": {"repo": "/x/engine", "ref": "series",
+                                           "commits": [C1, C2, C3]},
+                               "bundle": "/x/bundle"})
+
+
+def hostile_audit() -> AuditResult:
+    """Hostile text everywhere the bundle controls it, a secret in a snippet, an incomplete stage."""
+    commits = [commit(C1, "fix " + HOSTILE, 1, author_name="Evil <img src=x onerror=alert(1)>",
+                      message=f"fix it\n\nbody {HOSTILE}\napi_key={SECRET}\n")]
+    f = finding(path="engine/<script>x</script>,a:b.py", commit=C1, message="msg " + HOSTILE,
+                snippet=f"x = 1  # {HOSTILE}\napi_key = \"{SECRET}\"\n", line=1, end_line=2,
+                waived=False)
+    w = finding(path="[x](javascript:alert(1)).py", commit=C1, fingerprint="f" * 32,
+                waived=True, waiver="because " + HOSTILE, line=0)
+    stages = {
+        "verify": verify_stage(commits),
+        "scan": StageResult("scan", StageStatus.OK, {"scope": "diff"}, findings=(f, w)),
+        "deps": StageResult("deps", StageStatus.INCOMPLETE,
+                            not_checked=(f"osv snapshot missing {HOSTILE}",)),
+        "build": StageResult.not_requested("build"),
+    }
+    verdict, reasons = compute_verdict(stages.values())
+    return AuditResult(verdict, reasons, stages, tool={"name": "auditor", "version": "9.9.9"},
+                       inputs={"engine": {"profile": "engine", "version": "1.0.0"}})
+
+
+class Doc(HTMLParser):
+    """Checks that every element is closed in order (a well-formed page)."""
+
+    VOID = {"meta", "br", "hr", "img", "input", "link"}
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stack: list[str] = []
+        self.elements: list[tuple[str, dict[str, str | None]]] = []
+        self.errors: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.elements.append((tag, dict(attrs)))
+        if tag not in self.VOID:
+            self.stack.append(tag)
+
+    def handle_endtag(self, tag: str) -> None:
+        if not self.stack or self.stack[-1] != tag:
+            self.errors.append(f"</{tag}> closes <{self.stack[-1] if self.stack else None}>")
+        else:
+            self.stack.pop()
+
+
+# ---------------------------------------------------------------- golden files
+
+GOLDEN = Path(__file__).parent / "golden"
+_VOLATILE = [
+    (re.compile(r'("version": )"[^"]*"'), r'\1"<version>"'),
+]
+
+
+def mask(text: str) -> str:
+    """Mask what changes between runs or releases (tool versions)."""
+    for pat, repl in _VOLATILE:
+        text = pat.sub(repl, text)
+    return text
+
+
+def check_golden(name: str, text: str, golden_dir: Path = GOLDEN) -> None:
+    path = golden_dir / name
+    text = mask(text)
+    if os.environ.get("AUDITOR_UPDATE_GOLDEN") == "1" or not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        if os.environ.get("AUDITOR_UPDATE_GOLDEN") != "1":
+            raise AssertionError(f"golden file {path} was missing and has been written; re-run")
+        return
+    expected = path.read_text(encoding="utf-8")
+    if name.endswith(".json"):
+        assert json.loads(text) == json.loads(expected), f"{name} differs from its golden file"
+    assert text == expected, (f"{name} differs from {path}; "
+                              "AUDITOR_UPDATE_GOLDEN=1 regenerates it")
