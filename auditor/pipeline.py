@@ -52,7 +52,17 @@ def closure(wanted: Iterable[str]) -> list[str]:
 
 
 def run_stage(stage: Stage, ctx: Context) -> StageResult:
-    """Run one stage, turning "could not check" into an incomplete result (fail closed)."""
+    """Run one stage; "could not check" becomes incomplete (fail closed); secrets are redacted
+    from every finding before anything (audit.json, reports, --json) sees it."""
+    from dataclasses import replace
+
+    from auditor.report.view import clean_finding
+
+    result = _run_stage(stage, ctx)
+    return replace(result, findings=tuple(clean_finding(f) for f in result.findings))
+
+
+def _run_stage(stage: Stage, ctx: Context) -> StageResult:
     missing = [d for d in stage.needs
                if d not in ctx.results or ctx.results[d].status is StageStatus.NOT_REQUESTED]
     if "verify" in stage.needs and ctx.workspace is None:

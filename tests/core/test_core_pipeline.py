@@ -68,3 +68,26 @@ def test_help_lists_the_contract_commands() -> None:
     assert res.returncode == 0
     for command in ("demo", "audit", "verify", "scan", "deps", "build", "sbom", "unit", "gate"):
         assert command in res.stdout
+
+
+def test_secrets_are_redacted_before_any_output(tmp_path: Path) -> None:
+    from auditor.model import Action, Category, Finding, Severity, StageResult
+
+    case = simple_case(tmp_path)
+    spec = load_spec(write_spec(tmp_path / "audit.toml", case["spec"]))
+    secret = "sk-live0123456789abcdefghij"
+
+    class Leaky(Stage):
+        name = "scan"
+
+        def run(self, ctx: Context) -> StageResult:
+            f = Finding(rule="secret-access.python.literal", category=Category.SECRET_ACCESS,
+                        severity=Severity.HIGH, action=Action.BLOCK, path="a.py", line=1,
+                        commit=None, message=f"literal key {secret}", scanner="semgrep",
+                        fingerprint="f", snippet=f'API_KEY = "{secret}"')
+            return StageResult("scan", StageStatus.OK, findings=(f,))
+
+    ctx = Context(spec=spec, options=Options(), workdir=tmp_path, out_dir=tmp_path)
+    result = run_stage(Leaky(), ctx)
+    text = json.dumps(result.to_json())
+    assert secret not in text and "[REDACTED]" in text
