@@ -34,13 +34,13 @@ def _finding_line(f: Finding) -> str:
             f"{safe(f.message)}")
 
 
-def _findings(console: Console, findings: list[Finding]) -> None:
+def _findings(console: Console, findings: list[Finding], limit: int = MAX_FINDINGS) -> None:
     ranked = sorted(findings, key=lambda f: (f.waived, ("block", "review", "info")
                                              .index(f.action.value), f.path, f.line))
-    for f in ranked[:MAX_FINDINGS]:
+    for f in ranked[:limit]:
         console.print(_finding_line(f))
-    if len(ranked) > MAX_FINDINGS:
-        console.print(f"  … and {len(ranked) - MAX_FINDINGS} more")
+    if len(ranked) > limit:
+        console.print(f"  … and {len(ranked) - limit} more")
 
 
 def print_stage(console: Console, result: StageResult) -> None:
@@ -75,6 +75,9 @@ def print_summary(console: Console, audit: AuditResult, out: Path) -> None:
         for cv in dirty[:MAX_FINDINGS]:
             console.print(f"  {cv.index:>3}. {safe(short(cv.sha))} {safe(cv.subject[:60])} — "
                           f"{cv.counts.words()}")
-    _findings(console, [f for f in view.findings if f.counts])
+    blocking = [f for f in view.findings if f.counts and f.action.value == "block"]
+    if blocking:
+        console.print(f"blocking findings ({len(blocking)}; all findings are in report.md):")
+        _findings(console, blocking, limit=10)
     console.print(f"reports in [bold]{safe(out)}[/bold] (report.md, report.html, "
                   "findings.sarif, audit.json)")
