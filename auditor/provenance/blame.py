@@ -21,6 +21,14 @@ UPSTREAM: None = None
 UNEXPLAINED = "unexplained"
 
 
+def split_lines(text: str) -> list[str]:
+    """Lines as git counts them: split on newline only (not form feeds or Unicode separators)."""
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return [line.rstrip("\r") for line in lines]
+
+
 def _blame(git: Git, rng: str, path: str) -> tuple[list[str | None], list[str]] | None:
     """(origin per head line, head lines) or None when the head has no such file."""
     res = git.run("blame", "--porcelain", rng, "--", path, check=False, text=False)
@@ -49,7 +57,7 @@ def line_origins(ws: Workspace, path: str, bundle_text: str | None = None) -> li
     :data:`UPSTREAM` (None) for inherited lines, or :data:`UNEXPLAINED`."""
     if bundle_text is None:
         bundle_text = (ws.bundle_root / path).read_text(encoding="utf-8", errors="replace")
-    bundle_lines = bundle_text.splitlines()
+    bundle_lines = split_lines(bundle_text)
     git = Git(ws.patches_repo)
     blamed = _blame(git, f"{ws.upstream_commit}..{ws.head_commit}", path)
     if blamed is None:

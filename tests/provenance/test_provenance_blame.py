@@ -26,3 +26,13 @@ def test_line_origins_attribute_first_and_later_commits(tmp_path):
     assert line_origins(ws, "a.py") == [None, c1, UNEXPLAINED, None, c2]
     (bundle / "new.py").write_text("x\n")
     assert line_origins(ws, "new.py") == [UNEXPLAINED]
+
+
+def test_line_origins_count_lines_as_git_does(tmp_path):
+    repo = GitRepo(tmp_path / "r")
+    base = repo.commit("base", files={"a.py": "x = 1\n"})
+    repo.checkout("s", new=True)
+    c1 = repo.commit("c1", files={"a.py": "x = 1\ns = 'form\x0cfeed'\ny = 2\n"})
+    bundle = export_tree(repo, "s", tmp_path / "b")
+    ws = _ws(repo, bundle, base, c1)
+    assert line_origins(ws, "a.py") == [None, c1, c1]

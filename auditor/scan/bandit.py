@@ -1,0 +1,134 @@
+"""The bandit scanner: only Python targets, only the tests that matter for this audit.
+
+Bandit complements the semgrep rules (it does not flag ``socket`` or ``requests``): exec/eval,
+pickle/marshal/yaml/torch loads, subprocess and shell use, temporary files and permissions, urllib
+and other clear-text clients, trojan-source characters. ``# nosec`` comments are ignored
+(``--ignore-nosec``): the code under audit must not silence its auditor. A file bandit cannot parse
+is not checked; a bandit crash leaves every file it was given not checked.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import posixpath
+from collections.abc import Sequence
+from pathlib import Path
+
+from auditor import gitio
+from auditor.errors import ToolError
+from auditor.model import Category, Severity
+from auditor.scan.interface import (
+    FileError,
+    RawFinding,
+    Scanner,
+    ScannerRun,
+    ScanTarget,
+    all_failed,
+)
+from auditor.scan.staging import stage
+from auditor.scan.tools import find_tool, sealed_env, tool_version
+from auditor.textsafe import redact
+
+#: bandit test id -> (category, name); the tests we run, every other test stays off.
+#: Findings get rule ids like the semgrep rules': ``<category>.bandit.<id>-<name>``.
+TESTS: dict[str, tuple[Category, str]] = {
+    "B102": (Category.PROCESS_EXEC, "exec"),
+    "B103": (Category.FILESYSTEM, "chmod-permissive"),
+    "B108": (Category.FILESYSTEM, "fixed-temp-path"),  # /tmp, /var/tmp, /dev/shm names
+    "B113": (Category.NETWORK, "requests-call"),  # any requests/httpx call is outbound
+    "B202": (Category.FILESYSTEM, "tar-extractall"),
+    "B301": (Category.UNSAFE_DESERIALIZATION, "pickle"),  # pickle, cPickle, dill, shelve
+    "B302": (Category.UNSAFE_DESERIALIZATION, "marshal"),
+    "B306": (Category.FILESYSTEM, "mktemp"),
+    "B307": (Category.PROCESS_EXEC, "eval"),
+    "B310": (Category.NETWORK, "urlopen"),
+    "B312": (Category.NETWORK, "telnetlib"),
+    "B321": (Category.NETWORK, "ftplib"),
+    "B506": (Category.UNSAFE_DESERIALIZATION, "yaml-load"),
+    "B601": (Category.PROCESS_EXEC, "paramiko-exec"),
+    "B602": (Category.PROCESS_EXEC, "subprocess-shell"),
+    "B603": (Category.PROCESS_EXEC, "subprocess"),
+    "B604": (Category.PROCESS_EXEC, "shell-true"),
+    "B605": (Category.PROCESS_EXEC, "os-system"),
+    "B606": (Category.PROCESS_EXEC, "os-exec-spawn"),
+    "B607": (Category.PROCESS_EXEC, "partial-path"),
+    "B609": (Category.PROCESS_EXEC, "wildcard-injection"),
+    "B612": (Category.NETWORK, "logging-listen"),
+    "B613": (Category.OBFUSCATION, "trojan-source"),  # bidirectional control characters
+    "B614": (Category.UNSAFE_DESERIALIZATION, "torch-load"),  # without weights_only
+}
+_SEVERITY = {"HIGH": Severity.HIGH, "MEDIUM": Severity.MEDIUM, "LOW": Severity.LOW}
+_LASTING = ("syntax error", "exception while scanning")
+
+
+class BanditScanner(Scanner):
+    name = "bandit"
+
+    def __init__(self, *, timeout: int = 600) -> None:
+        self.timeout = timeout
+        self._exe: str | None = None
+
+    @property
+    def exe(self) -> str:
+        if self._exe is None:
+            self._exe = find_tool("bandit")
+        return self._exe
+
+    def version(self) -> str:
+        return tool_version(self.exe)
+
+    def options_key(self) -> str:
+        return hashlib.sha256(json.dumps([sorted(TESTS), "--ignore-nosec"]).encode()).hexdigest()
+
+    def accepts(self, target: ScanTarget) -> bool:
+        return target.family == "python"
+
+    def scan(self, files: Sequence[ScanTarget], workdir: Path) -> ScannerRun:
+        if not files:
+            return ScannerRun(findings={}, errors={})
+        root = workdir / "bandit"
+        staged = stage(files, root / "t")
+        argv = [self.exe, "-f", "json", "-q", "--ignore-nosec", "-t", ",".join(sorted(TESTS)),
+                *sorted(staged)]
+        try:
+            res = gitio.run(argv, cwd=root / "t", env=sealed_env(root / "home"),
+                            timeout=self.timeout, check=False)
+        except ToolError as exc:
+            return all_failed(files, f"bandit: {exc.message}")
+        try:
+            doc = json.loads(res.stdout)
+            if res.returncode not in (0, 1) or not isinstance(doc, dict):
+                raise ValueError("unexpected")
+        except ValueError:
+            tail = " ".join(res.stderr.strip().splitlines()[-2:])[:300]
+            return all_failed(files, f"bandit crashed (exit {res.returncode})"
+                                     + (f": {tail}" if tail else ""))
+        by_rel = {posixpath.normpath(k): v for k, v in staged.items()}
+        errors: dict[str, FileError] = {}
+        for err in doc.get("errors") or []:
+            t = by_rel.get(posixpath.normpath(str(err.get("filename", ""))))
+            reason = " ".join(str(err.get("reason", "error")).split())[:300]
+            if t is None:
+                return all_failed(files, f"bandit: {redact(reason)}")
+            errors[t.key] = FileError(f"bandit: {redact(reason)}",
+                                      lasting=reason.lower().startswith(_LASTING))
+        findings: dict[str, list[RawFinding]] = {t.key: [] for t in files if t.key not in errors}
+        for r in doc.get("results") or []:
+            t = by_rel.get(posixpath.normpath(str(r.get("filename", ""))))
+            test_id = str(r.get("test_id", ""))
+            if t is None or t.key in errors or test_id not in TESTS:
+                continue
+            line = int(r.get("line_number", 1))
+            rng = [int(x) for x in r.get("line_range") or [line]]
+            message = " ".join(str(r.get("issue_text", "")).split())
+            category, short = TESTS[test_id]
+            findings[t.key].append(RawFinding(
+                rule=f"{category.value}.bandit.{test_id.lower()}-{short}",
+                category=category,
+                severity=_SEVERITY.get(str(r.get("issue_severity")), Severity.MEDIUM),
+                line=line, end_line=max([line, *rng]),
+                message=redact(message)[:500],
+                help=f"bandit {test_id} ({r.get('test_name', '')}): {r.get('more_info', '')}",
+            ))
+        return ScannerRun(findings={k: tuple(v) for k, v in findings.items()}, errors=errors)

@@ -1,0 +1,75 @@
+"""The scan result cache: raw per-file results in a folder of small JSON files.
+
+An entry is keyed by (path, file content sha256, scanner name, scanner version, scanner options
+digest); the options digest covers the rule-set hash. Entries hold raw findings only (no snippet,
+commit or action), so attribution and policy always run fresh. Writes are atomic (a temporary file
+renamed into place); an unreadable or malformed entry is a miss, never an error.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from auditor.scan.interface import FileError, RawFinding
+
+CACHE_SCHEMA = "auditor/scan-cache/v1"
+
+
+@dataclass(frozen=True)
+class CacheEntry:
+    findings: tuple[RawFinding, ...]
+    error: FileError | None = None
+
+
+def cache_key(path: str, sha256: str, scanner: str, version: str, options: str) -> str:
+    raw = json.dumps([CACHE_SCHEMA, path, sha256, scanner, version, options])
+    return hashlib.sha256(raw.encode()).hexdigest()
+
+
+class ResultCache:
+    """A folder of JSON entries, sharded by the first two hex digits of the key."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root / "scan"
+
+    def _file(self, key: str) -> Path:
+        return self.root / key[:2] / f"{key}.json"
+
+    def get(self, key: str) -> CacheEntry | None:
+        try:
+            data = json.loads(self._file(key).read_text(encoding="utf-8"))
+            if data.get("schema") != CACHE_SCHEMA or data.get("key") != key:
+                return None
+            err = data.get("error")
+            return CacheEntry(
+                findings=tuple(RawFinding.from_json(f) for f in data["findings"]),
+                error=FileError(str(err), lasting=True) if err is not None else None,
+            )
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+
+    def put(self, key: str, entry: CacheEntry) -> None:
+        """Store an entry; a cache that cannot be written only costs speed, so errors pass."""
+        if entry.error is not None and not entry.error.lasting:
+            return
+        data = {"schema": CACHE_SCHEMA, "key": key,
+                "findings": [f.to_json() for f in entry.findings],
+                "error": entry.error.reason if entry.error is not None else None}
+        target = self._file(key)
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=target.parent)
+            try:
+                with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                    json.dump(data, fh, separators=(",", ":"))
+                os.replace(tmp, target)
+            except BaseException:
+                Path(tmp).unlink(missing_ok=True)
+                raise
+        except OSError:
+            pass

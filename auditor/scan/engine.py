@@ -1,0 +1,282 @@
+"""The scan engine: files in scope -> cached scanner runs -> attributed, policed findings.
+
+1. Scope: the files the series changed (``diff``) or every bundle file (``full``); binaries and
+   symlinks are left to the verify stage; a file that cannot be read or decoded is not checked.
+2. Cache: each (file, scanner) pair is looked up by content; only misses are scanned, every
+   scanner once, in parallel (semgrep and bandit are separate processes).
+3. Attribution (after the cache): blame over the series range gives each finding the commit that
+   introduced its first series line; in ``diff`` scope findings on upstream lines are dropped, in
+   ``full`` scope findings upstream's copy also has are marked inherited.
+4. Policy: the action per category/path/rule, then waivers (an expired one is itself a finding).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from auditor.model import (
+    Action,
+    Finding,
+    Scope,
+    StageResult,
+    Workspace,
+    fingerprint_of,
+    status_for,
+)
+from auditor.policy import Policy, Waiver, apply_waivers
+from auditor.provenance.blame import line_origins
+from auditor.scan.cache import CacheEntry, ResultCache, cache_key
+from auditor.scan.files import ReadResult, classify, split_lines
+from auditor.scan.interface import (
+    FileError,
+    Origin,
+    RawFinding,
+    Scanner,
+    ScannerRun,
+    ScanTarget,
+    all_failed,
+)
+from auditor.scan.scope import attribute, changed_paths, read_blobs, upstream_blobs
+from auditor.textsafe import redact
+
+SNIPPET_LINES = 5
+SNIPPET_WIDTH = 200
+# characters str.splitlines() breaks lines on besides "\n" (git and the scanners do not)
+_ODD_BREAKS = str.maketrans({c: " " for c in "\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"})
+
+
+@dataclass(frozen=True)
+class ScanConfig:
+    scope: Scope
+    policy: Policy
+    waivers: tuple[Waiver, ...] = ()
+    cache_dir: Path | None = None  # None: no cache
+    jobs: int = 2
+    today: dt.date | None = None
+
+
+@dataclass
+class _Tally:
+    hits: int = 0
+    misses: int = 0
+    scanned: dict[str, int] = field(default_factory=dict)
+
+
+def run_scan(ws: Workspace, scanners: Sequence[Scanner], config: ScanConfig, workdir: Path,
+             progress: Callable[[str], None] = lambda _m: None) -> StageResult:
+    jobs = max(1, config.jobs)
+    upstream = upstream_blobs(ws)
+    changed = changed_paths(ws, upstream)
+    regular = sorted(p for p, f in ws.manifest.items() if f.mode != "120000")
+    links = sorted(p for p, f in ws.manifest.items() if f.mode == "120000")
+    in_scope = regular if config.scope is Scope.FULL else sorted(changed)
+    skipped = [f"{p}: symlink (left to the verify stage)" for p in links
+               if config.scope is Scope.FULL or p in changed]
+    progress(f"scan ({config.scope.value}): reading {len(in_scope)} file(s)")
+
+    not_checked: dict[str, list[str]] = {}
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        reads = list(pool.map(lambda p: _read(ws.bundle_root, p), in_scope))
+    bundle: list[ScanTarget] = []
+    for r in reads:
+        if r.error is not None:
+            not_checked.setdefault(r.path, []).append(r.error)
+        elif r.skipped is not None:
+            skipped.append(f"{r.path}: {r.skipped}")
+        else:
+            assert r.text is not None
+            bundle.append(ScanTarget(key=f"b:{r.path}", path=r.path, origin=Origin.BUNDLE,
+                                     sha256=r.sha256, family=r.family, text=r.text))
+
+    # full scope: upstream's copy of each changed text file, to tell inherited findings apart
+    baseline: list[ScanTarget] = []
+    if config.scope is Scope.FULL:
+        want = {t.path: upstream[t.path] for t in bundle if t.path in changed and t.path in upstream}
+        blobs = read_blobs(ws, list(want.values()))
+        for path, sha in sorted(want.items()):
+            if sha not in blobs:
+                continue
+            r = classify(path, blobs[sha])
+            if r.text is not None:
+                baseline.append(ScanTarget(key=f"u:{path}", path=path, origin=Origin.UPSTREAM,
+                                           sha256=r.sha256, family=r.family, text=r.text))
+
+    # attribution (blame the changed text files over threads) runs while the scanners do:
+    # git and the scanners are separate processes
+    to_blame = [t for t in bundle if t.path in changed]
+    progress(f"scan: attributing lines of {len(to_blame)} changed file(s)")
+    blame_pool = ThreadPoolExecutor(max_workers=jobs)
+    try:
+        pending = [blame_pool.submit(line_origins, ws, t.path,
+                                     "\n".join(split_lines(t.text)).translate(_ODD_BREAKS))
+                   for t in to_blame]
+        tally = _Tally()
+        versions: dict[str, str] = {}
+        results = _run_scanners(scanners, bundle + baseline, config, workdir, tally, versions,
+                                progress)
+        blamed = [f.result() for f in pending]
+    finally:
+        blame_pool.shutdown(wait=True)
+
+    raw: dict[str, list[tuple[Scanner, RawFinding]]] = {}
+    for s in scanners:
+        run = results[s.name]
+        for key, err in run.errors.items():
+            if key.startswith("b:"):
+                not_checked.setdefault(key[2:], []).append(err.reason)
+        for key, found in run.findings.items():
+            ordered = sorted(found, key=lambda f: (f.line, f.end_line, f.rule, f.message))
+            raw.setdefault(key, []).extend((s, f) for f in ordered)
+
+    origins = {t.path: o for t, o in zip(to_blame, blamed, strict=True)}
+
+    upstream_prints: dict[str, set[str]] = {}
+    for t in baseline:
+        lines = t.lines
+        upstream_prints[t.path] = {fingerprint_of(f.rule, t.path, _code(lines, f))
+                                   for _s, f in raw.get(t.key, [])}
+
+    findings: list[Finding] = []
+    seen: set[tuple[str, int, str]] = set()
+    for t in bundle:
+        lines = t.lines
+        for scanner, f in raw.get(t.key, []):
+            code = _code(lines, f)
+            fp = fingerprint_of(f.rule, t.path, code)
+            att = attribute(origins.get(t.path), f.line, f.end_line)
+            inherited = False
+            if config.scope is Scope.DIFF:
+                if not att.touches_series:
+                    continue
+            else:
+                inherited = t.path not in changed or fp in upstream_prints.get(t.path, set())
+            dedup = (t.path, f.line, f.category.value)
+            if dedup in seen:  # two scanners, one concern on one line: keep the first scanner's
+                continue
+            seen.add(dedup)
+            message = f.message
+            if att.unexplained and not inherited:
+                message += " (on a line that no listed commit explains)"
+            findings.append(Finding(
+                rule=f.rule, category=f.category, severity=f.severity, action=Action.REVIEW,
+                path=t.path, line=f.line, end_line=f.end_line,
+                commit=None if inherited else att.commit, message=message,
+                scanner=scanner.name, fingerprint=fp, inherited=inherited,
+                snippet=_snippet(code), help=f.help,
+            ))
+
+    findings = config.policy.apply(findings)
+    findings = apply_waivers(findings, config.waivers, today=config.today)
+    findings.sort(key=lambda f: (f.path, f.line, f.rule, f.fingerprint))
+    nc_lines = tuple(f"{p}: {'; '.join(dict.fromkeys(rs))}" for p, rs in sorted(not_checked.items()))
+    checked = sorted(t.path for t in bundle if t.path not in not_checked)
+    ruleset = next((getattr(s, "ruleset", None) for s in scanners
+                    if getattr(s, "ruleset", None)), None)
+    details = {
+        "scope": config.scope.value,
+        "checked_files": checked,
+        "skipped": sorted(skipped),
+        "scanners": dict(sorted(versions.items())),
+        "ruleset": ruleset,
+        "cache": {"hits": tally.hits, "misses": tally.misses,
+                  "scanned": dict(sorted(tally.scanned.items()))},
+    }
+    return StageResult(name="scan", status=status_for(findings, nc_lines, ()), details=details,
+                       findings=tuple(findings), not_checked=nc_lines)
+
+
+def _read(root: Path, path: str) -> ReadResult:
+    p = root / path
+    try:
+        if p.is_symlink() or not p.is_file():
+            return ReadResult(path, error="not a regular file in the bundle copy")
+        data = p.read_bytes()
+    except OSError as exc:
+        return ReadResult(path, error=f"cannot be read: {exc.strerror or exc}")
+    return classify(path, data)
+
+
+def _run_scanners(scanners: Sequence[Scanner], targets: Sequence[ScanTarget],
+                  config: ScanConfig, workdir: Path, tally: _Tally, versions: dict[str, str],
+                  progress: Callable[[str], None]) -> dict[str, ScannerRun]:
+    """Each scanner over the targets it accepts: cached results, then one run over the misses."""
+    cache = ResultCache(config.cache_dir) if config.cache_dir is not None else None
+    done: dict[str, ScannerRun] = {}
+    pending: dict[str, tuple[Scanner, list[ScanTarget], dict[str, str]]] = {}
+    for s in scanners:
+        mine = [t for t in targets if s.accepts(t)]
+        try:
+            version = s.version()
+            options = s.options_key()
+        except Exception as exc:  # missing or broken tool: its files are not checked
+            reason = getattr(exc, "message", None) or f"{type(exc).__name__}: {exc}"
+            versions[s.name] = "unavailable"
+            done[s.name] = all_failed(mine, f"{s.name}: {reason}")
+            continue
+        versions[s.name] = version
+        findings: dict[str, tuple[RawFinding, ...]] = {}
+        errors: dict[str, FileError] = {}
+        misses: list[ScanTarget] = []
+        keys: dict[str, str] = {}
+        for t in mine:
+            key = cache_key(t.path, t.sha256, s.name, version, options + s.target_options(t))
+            keys[t.key] = key
+            entry = cache.get(key) if cache is not None else None
+            if entry is None:
+                misses.append(t)
+                tally.misses += 1
+                continue
+            tally.hits += 1
+            findings[t.key] = entry.findings  # with an error: what the partial parse found
+            if entry.error is not None:
+                errors[t.key] = entry.error
+        done[s.name] = ScannerRun(findings=findings, errors=errors)
+        if misses:
+            pending[s.name] = (s, misses, keys)
+
+    def work(name: str) -> ScannerRun:
+        s, misses, _keys = pending[name]
+        progress(f"scan: {name} over {len(misses)} file(s)")
+        try:
+            run = s.scan(misses, workdir / f"scan-{name}")
+        except Exception as exc:  # a scanner crash is "not checked", never "clean"
+            reason = getattr(exc, "message", None) or f"{type(exc).__name__}: {exc}"
+            return all_failed(misses, f"{name} crashed: {reason}")
+        missing = [t for t in misses if t.key not in run.findings and t.key not in run.errors]
+        if missing:  # a scanner that forgot a file has not checked it
+            extra = all_failed(missing, f"{name} returned no result for it")
+            run = ScannerRun(findings=run.findings, errors={**run.errors, **extra.errors})
+        return run
+
+    names = sorted(pending, key=lambda n: [s.name for s in scanners].index(n))
+    with ThreadPoolExecutor(max_workers=max(1, len(names))) as pool:
+        fresh = dict(zip(names, pool.map(work, names), strict=True))
+    for name, run in fresh.items():
+        s, misses, keys = pending[name]
+        tally.scanned[name] = len(misses)
+        for t in misses:
+            err = run.errors.get(t.key)
+            entry = CacheEntry(findings=run.findings.get(t.key, ()), error=err)
+            if cache is not None and t.sha256:
+                cache.put(keys[t.key], entry)
+        merged = ScannerRun(findings={**done[name].findings, **run.findings},
+                            errors={**done[name].errors, **run.errors})
+        done[name] = merged
+    return done
+
+
+def _code(lines: Sequence[str], f: RawFinding) -> str:
+    return "\n".join(lines[max(0, f.line - 1):max(f.line, f.end_line)])
+
+
+def _snippet(code: str) -> str:
+    rows = code.split("\n")
+    cut = [r if len(r) <= SNIPPET_WIDTH else r[:SNIPPET_WIDTH] + "…" for r in rows[:SNIPPET_LINES]]
+    if len(rows) > SNIPPET_LINES:
+        cut.append("…")
+    return redact("\n".join(cut))
+

@@ -1,0 +1,117 @@
+"""The Scanner interface: what one static scanner is given and what it hands back.
+
+A scanner sees :class:`ScanTarget` values (one text file each: the bundle's copy or, in ``full``
+scope, upstream's copy of the same path) and returns a :class:`ScannerRun`: raw findings keyed by
+target, and the targets it could not check, each with a reason. Raw findings carry no commit,
+action, snippet or fingerprint: the engine adds those after the cache, from the target's text.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+from typing import Any, ClassVar
+
+from auditor.model import Category, Severity
+
+
+class Origin(StrEnum):
+    """Whose copy of a path a target holds."""
+
+    BUNDLE = "bundle"
+    UPSTREAM = "upstream"
+
+
+@dataclass(frozen=True)
+class ScanTarget:
+    """One text file to scan. ``key`` is unique in a run; ``path`` is the bundle path."""
+
+    key: str
+    path: str
+    origin: Origin
+    sha256: str
+    family: str | None  # language family (files.family_of), None for other text
+    text: str = field(repr=False, compare=False)
+
+    @property
+    def lines(self) -> list[str]:
+        from auditor.scan.files import split_lines
+
+        return split_lines(self.text)
+
+
+@dataclass(frozen=True)
+class RawFinding:
+    """What a scanner reports for one match, before attribution and policy."""
+
+    rule: str
+    category: Category
+    severity: Severity
+    line: int  # 1-based, in the target's own text
+    end_line: int
+    message: str
+    help: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"rule": self.rule, "category": self.category.value,
+                "severity": self.severity.value, "line": self.line, "end_line": self.end_line,
+                "message": self.message, "help": self.help}
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> RawFinding:
+        return cls(rule=str(d["rule"]), category=Category(d["category"]),
+                   severity=Severity(d["severity"]), line=int(d["line"]),
+                   end_line=int(d["end_line"]), message=str(d["message"]),
+                   help=str(d.get("help", "")))
+
+
+@dataclass(frozen=True)
+class FileError:
+    """Why a target was not checked. ``lasting`` errors (a parse error) may be cached;
+    passing ones (a timeout, a crash) are tried again next run."""
+
+    reason: str
+    lasting: bool = False
+
+
+@dataclass(frozen=True)
+class ScannerRun:
+    """The outcome of one scanner over some targets: every target is in ``findings`` (possibly
+    with none), in ``errors``, or in both (what a partial parse found, and why it is partial)."""
+
+    findings: Mapping[str, tuple[RawFinding, ...]]  # target key -> findings
+    errors: Mapping[str, FileError]  # target key -> why it was not checked
+
+
+class Scanner(ABC):
+    """One static scanner. ``scan`` must account for every target it is given."""
+
+    name: ClassVar[str]
+
+    @abstractmethod
+    def version(self) -> str:
+        """The scanner's version (raises ToolMissing when it is not installed)."""
+
+    @abstractmethod
+    def options_key(self) -> str:
+        """A digest of everything besides the version that changes results (rules, options)."""
+
+    def target_options(self, target: ScanTarget) -> str:
+        """Extra cache-key material for one target (e.g. the CUDA shim for ``.cu`` files)."""
+        return ""
+
+    @abstractmethod
+    def accepts(self, target: ScanTarget) -> bool:
+        """Whether this scanner has anything to say about the target."""
+
+    @abstractmethod
+    def scan(self, files: Sequence[ScanTarget], workdir: Path) -> ScannerRun:
+        """Scan ``files``; a file it could not check goes to ``errors``, never silently away."""
+
+
+def all_failed(files: Sequence[ScanTarget], reason: str) -> ScannerRun:
+    """A run in which nothing was checked (the tool is missing or crashed)."""
+    return ScannerRun(findings={}, errors={t.key: FileError(reason) for t in files})

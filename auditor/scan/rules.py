@@ -1,0 +1,157 @@
+"""The semgrep rule set of ``policies/semgrep/rules``: where it is, its hash, and each rule's metadata.
+
+Rule files are ``<category>/<language>.yaml``; every rule carries ``metadata.category`` (one of
+:class:`~auditor.model.Category`), ``metadata.severity`` (one of :class:`~auditor.model.Severity`) and
+``metadata.help`` (what a reviewer should check or do). Rule ids are namespaced
+``<category>.<language>.<name>``, for example ``network.python.requests``.
+
+Semgrep reports a rule as ``check_id`` prefixed with the rule file's folder relative to its working
+directory (``policies.semgrep.rules.network.network.python.requests``); :func:`canonical_rule_id` maps
+it back to the id written in the file. Fixtures for ``semgrep --test`` live apart, in
+``policies/semgrep/fixtures`` (mirroring the rule files), so ``--config RULES_DIR`` loads rules only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+import yaml
+
+from auditor.errors import SpecError
+from auditor.model import Category, Severity
+from auditor.spec import POLICIES_DIR
+
+SEMGREP_DIR = POLICIES_DIR / "semgrep"
+RULES_DIR = SEMGREP_DIR / "rules"
+FIXTURES_DIR = SEMGREP_DIR / "fixtures"
+RULE_SUFFIXES = (".yaml", ".yml")
+
+_ID_RE = re.compile(r"^[a-z][a-z0-9-]*(\.[a-z0-9][a-z0-9_-]*){2,}$")
+
+
+@dataclass(frozen=True)
+class RuleMeta:
+    """What the scan needs to know about one rule, read from its YAML."""
+
+    id: str
+    category: Category
+    severity: Severity
+    message: str
+    help: str
+    languages: tuple[str, ...]
+    file: str  # the rule file, relative to the rules folder
+
+
+def rule_files(rules_dir: Path = RULES_DIR) -> tuple[Path, ...]:
+    """Every rule file under ``rules_dir``, in a stable order (posix relative path)."""
+    if not rules_dir.is_dir():
+        raise SpecError("the semgrep rules folder does not exist", file=str(rules_dir))
+    files = [p for p in rules_dir.rglob("*") if p.is_file() and p.suffix in RULE_SUFFIXES]
+    return tuple(sorted(files, key=lambda p: p.relative_to(rules_dir).as_posix()))
+
+
+def ruleset_hash(rules_dir: Path = RULES_DIR) -> str:
+    """sha256 over the rule files' relative paths and bytes: changes whenever any rule changes."""
+    digest = hashlib.sha256()
+    for path in rule_files(rules_dir):
+        rel = path.relative_to(rules_dir).as_posix().encode()
+        data = path.read_bytes()
+        digest.update(len(rel).to_bytes(8, "big") + rel)
+        digest.update(len(data).to_bytes(8, "big") + data)
+    return digest.hexdigest()
+
+
+def load_rule_meta(rules_dir: Path = RULES_DIR) -> Mapping[str, RuleMeta]:
+    """Rule id -> metadata for every rule; a rule file with bad metadata is a SpecError naming it."""
+    return _load_cached(rules_dir.resolve(), ruleset_hash(rules_dir))
+
+
+@lru_cache(maxsize=8)
+def _load_cached(rules_dir: Path, _hash: str) -> Mapping[str, RuleMeta]:
+    out: dict[str, RuleMeta] = {}
+    for path in rule_files(rules_dir):
+        rel = path.relative_to(rules_dir).as_posix()
+        for meta in _parse_file(path, rel):
+            if meta.id in out:
+                raise SpecError(f"rule id {meta.id!r} is also defined in {out[meta.id].file}",
+                                file=str(path))
+            out[meta.id] = meta
+    if not out:
+        raise SpecError("the semgrep rules folder holds no rules", file=str(rules_dir))
+    ids = sorted(out)
+    for a in ids:
+        for b in ids:
+            if a != b and b.endswith("." + a):
+                raise SpecError(f"rule id {a!r} is a suffix of {b!r}; semgrep ids would be "
+                                "ambiguous", file=str(rules_dir / out[a].file))
+    return MappingProxyType(out)
+
+
+def _parse_file(path: Path, rel: str) -> list[RuleMeta]:
+    try:
+        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        raise SpecError(f"cannot read the rule file: {exc}", file=str(path)) from exc
+    if not isinstance(doc, dict) or not isinstance(doc.get("rules"), list) or not doc["rules"]:
+        raise SpecError("a rule file must be a mapping with a non-empty 'rules' list",
+                        file=str(path))
+    return [_parse_rule(raw, path, rel, n) for n, raw in enumerate(doc["rules"])]
+
+
+def _parse_rule(raw: Any, path: Path, rel: str, n: int) -> RuleMeta:
+    def bad(what: str, rule_id: str | None = None) -> SpecError:
+        return SpecError(what, file=str(path), key=rule_id or f"rules[{n}]")
+
+    if not isinstance(raw, dict):
+        raise bad("a rule must be a mapping")
+    rule_id = raw.get("id")
+    if not isinstance(rule_id, str) or not _ID_RE.match(rule_id):
+        raise bad(f"rule id {rule_id!r} is not namespaced like 'network.python.requests'")
+    meta = raw.get("metadata")
+    if not isinstance(meta, dict):
+        raise bad("the rule has no metadata", rule_id)
+    try:
+        category = Category(meta.get("category"))
+    except ValueError:
+        raise bad(f"metadata.category {meta.get('category')!r} is not one of "
+                  + ", ".join(c.value for c in Category), rule_id) from None
+    try:
+        severity = Severity(meta.get("severity"))
+    except ValueError:
+        raise bad(f"metadata.severity {meta.get('severity')!r} is not one of "
+                  + ", ".join(s.value for s in Severity), rule_id) from None
+    if not rule_id.startswith(category.value + "."):
+        raise bad(f"rule id must start with its category {category.value!r}", rule_id)
+    help_text = meta.get("help")
+    if not isinstance(help_text, str) or len(help_text.strip()) < 20:
+        raise bad("metadata.help must tell a reviewer what to check (20 characters or more)",
+                  rule_id)
+    message = raw.get("message")
+    if not isinstance(message, str) or not message.strip():
+        raise bad("the rule has no message", rule_id)
+    languages = raw.get("languages")
+    if (not isinstance(languages, list) or not languages
+            or not all(isinstance(lang, str) and lang for lang in languages)):
+        raise bad("the rule has no languages list", rule_id)
+    return RuleMeta(id=rule_id, category=category, severity=severity,
+                    message=" ".join(message.split()), help=" ".join(help_text.split()),
+                    languages=tuple(languages), file=rel)
+
+
+def canonical_rule_id(check_id: str, rules: Mapping[str, RuleMeta] | None = None) -> str | None:
+    """The rule id a semgrep ``check_id`` stands for (semgrep prefixes the rule file's folder)."""
+    known = load_rule_meta() if rules is None else rules
+    if check_id in known:
+        return check_id
+    best: str | None = None
+    for rule_id in known:
+        if check_id.endswith("." + rule_id) and (best is None or len(rule_id) > len(best)):
+            best = rule_id
+    return best

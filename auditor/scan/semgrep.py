@@ -1,0 +1,193 @@
+"""The semgrep scanner: one semgrep process per run over every target it accepts.
+
+Semgrep runs offline (``--metrics=off``, no version check, private ``HOME``), ignores no file
+(``--x-ignore-semgrepignore-files``, ``--no-git-ignore``, no size limit) and honours no ``nosemgrep``
+comment (``--disable-nosem``: the code under audit must not silence its auditor). Every target must
+appear in ``paths.scanned``; a parse error, a timeout or a rule error makes the files concerned
+not checked. CUDA files are scanned as C++ through :func:`auditor.scan.cuda.cuda_to_cpp`, which
+keeps line numbers, so findings map back to the ``.cu`` file line for line.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import posixpath
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from auditor import gitio
+from auditor.errors import ToolError
+from auditor.model import Category, Severity
+from auditor.scan import rules as rules_mod
+from auditor.scan.files import FAMILIES, canonical_language
+from auditor.scan.interface import (
+    FileError,
+    RawFinding,
+    Scanner,
+    ScannerRun,
+    ScanTarget,
+    all_failed,
+)
+from auditor.scan.staging import stage
+from auditor.scan.tools import find_tool, sealed_env, tool_version
+from auditor.textsafe import redact
+
+# semgrep error types that depend on the file and the rules only (worth caching)
+_LASTING_ERRORS = ("PartialParsing", "Syntax error", "Lexical error", "Other syntax error",
+                   "Parse error")
+_SEVERITY = {"ERROR": Severity.HIGH, "WARNING": Severity.MEDIUM, "INFO": Severity.LOW}
+_ARGV_BUDGET = 512 * 1024  # beyond this many bytes of target names, pass the staging roots
+
+
+def _cuda_shim() -> tuple[Any, str]:
+    """The CUDA -> C++ shim and a digest of its source (part of the cache key)."""
+    try:
+        from auditor.scan import cuda
+    except ImportError:
+        return None, "absent"
+    src = Path(cuda.__file__).read_bytes()
+    return cuda.cuda_to_cpp, hashlib.sha256(src).hexdigest()[:16]
+
+
+class SemgrepScanner(Scanner):
+    name = "semgrep"
+
+    def __init__(self, rules_dir: Path | None = None, *, timeout: int = 600, jobs: int = 1,
+                 rule_timeout: int = 30) -> None:
+        self.rules_dir = (rules_dir or rules_mod.RULES_DIR).resolve()
+        self.meta = rules_mod.load_rule_meta(self.rules_dir)
+        self.ruleset = rules_mod.ruleset_hash(self.rules_dir)
+        self.languages = frozenset(canonical_language(lang) for m in self.meta.values()
+                                   for lang in m.languages)
+        self.timeout = timeout
+        self.jobs = max(1, jobs)
+        self.rule_timeout = rule_timeout
+        self._shim, self._shim_digest = _cuda_shim()
+        self._exe: str | None = None
+
+    @property
+    def exe(self) -> str:
+        if self._exe is None:
+            self._exe = find_tool("semgrep")
+        return self._exe
+
+    def version(self) -> str:
+        return tool_version(self.exe)
+
+    def options_key(self) -> str:
+        flags = ["--disable-nosem", "--max-target-bytes=0", f"--timeout={self.rule_timeout}"]
+        return hashlib.sha256(json.dumps([self.ruleset, flags]).encode()).hexdigest()
+
+    def target_options(self, target: ScanTarget) -> str:
+        return f"cuda-shim={self._shim_digest}" if target.family == "cuda" else ""
+
+    def accepts(self, target: ScanTarget) -> bool:
+        if self.languages & {"generic", "regex"}:
+            return True
+        if target.family is None:
+            return False
+        return bool(FAMILIES[target.family][0] & self.languages)
+
+    def _transform(self, target: ScanTarget) -> str:
+        if target.family == "cuda":
+            return str(self._shim(target.text))
+        return target.text
+
+    def scan(self, files: Sequence[ScanTarget], workdir: Path) -> ScannerRun:
+        if not files:
+            return ScannerRun(findings={}, errors={})
+        cuda_files = [t for t in files if t.family == "cuda"]
+        errors: dict[str, FileError] = {}
+        if cuda_files and self._shim is None:
+            # lasting: the shim's presence is part of these files' cache key
+            errors.update({t.key: FileError("no CUDA-to-C++ shim (auditor.scan.cuda) to parse "
+                                            "it with", lasting=True) for t in cuda_files})
+            files = [t for t in files if t.family != "cuda"]
+            if not files:
+                return ScannerRun(findings={}, errors=errors)
+        root = workdir / "semgrep"
+        staged = stage(files, root / "t", self._transform)
+        targets = sorted(staged)
+        if sum(len(t) + 1 for t in targets) > _ARGV_BUDGET:
+            targets = sorted({t.split("/", 1)[0] for t in staged})
+        argv = [
+            self.exe, "scan", "--json", "--metrics=off", "--disable-version-check",
+            "--config", str(self.rules_dir), "--no-rewrite-rule-ids", "--disable-nosem",
+            "--x-ignore-semgrepignore-files", "--no-git-ignore", "--max-target-bytes=0",
+            f"--timeout={self.rule_timeout}", f"--jobs={self.jobs}", *targets,
+        ]
+        try:
+            res = gitio.run(argv, cwd=root / "t", env=sealed_env(root / "home"),
+                            timeout=self.timeout, check=False)
+        except ToolError as exc:
+            run = all_failed(files, f"semgrep: {exc.message}")
+            return ScannerRun(findings={}, errors={**run.errors, **errors})
+        try:
+            doc = json.loads(res.stdout)
+            if not isinstance(doc, dict):
+                raise ValueError("not an object")
+        except ValueError:
+            tail = " ".join(res.stderr.strip().splitlines()[-2:])[:300]
+            run = all_failed(files, f"semgrep exited {res.returncode} without a JSON report"
+                                    + (f": {tail}" if tail else ""))
+            return ScannerRun(findings={}, errors={**run.errors, **errors})
+        parsed = self._parse(doc, staged)
+        return ScannerRun(findings=parsed.findings, errors={**parsed.errors, **errors})
+
+    def _parse(self, doc: Mapping[str, Any], staged: Mapping[str, ScanTarget]) -> ScannerRun:
+        by_rel = {posixpath.normpath(k): v for k, v in staged.items()}
+
+        def target_of(path: Any) -> ScanTarget | None:
+            return by_rel.get(posixpath.normpath(str(path))) if path else None
+
+        errors: dict[str, FileError] = {}
+        global_error: str | None = None
+        for err in doc.get("errors") or []:
+            if not isinstance(err, dict):
+                continue
+            kind = err.get("type")
+            kind_name = str(kind[0] if isinstance(kind, list) and kind else kind)
+            message = " ".join(str(err.get("message", "")).split())[:300]
+            paths = {err.get("path")} | {s.get("file") for s in err.get("spans") or []
+                                         if isinstance(s, dict)}
+            hit = [t for t in (target_of(p) for p in paths) if t is not None]
+            if hit:
+                for t in hit:
+                    errors[t.key] = FileError(f"semgrep {kind_name}: {redact(message)}",
+                                              lasting=kind_name in _LASTING_ERRORS)
+            else:
+                global_error = f"semgrep {kind_name}: {redact(message)}"
+        if global_error is not None:
+            return all_failed(list(staged.values()), global_error)
+
+        scanned = {posixpath.normpath(p) for p in (doc.get("paths") or {}).get("scanned") or []}
+        for rel, t in by_rel.items():
+            if rel not in scanned and t.key not in errors:
+                errors[t.key] = FileError("semgrep did not scan it (absent from paths.scanned)")
+
+        findings: dict[str, list[RawFinding]] = {t.key: [] for t in staged.values()
+                                                 if t.key not in errors}
+        for r in doc.get("results") or []:
+            owner = target_of(r.get("path"))
+            if owner is not None:
+                findings.setdefault(owner.key, []).append(self._finding(r))
+        return ScannerRun(findings={k: tuple(v) for k, v in findings.items()}, errors=errors)
+
+    def _finding(self, r: Mapping[str, Any]) -> RawFinding:
+        check_id = str(r.get("check_id", ""))
+        rule = rules_mod.canonical_rule_id(check_id, self.meta) or check_id
+        meta = self.meta.get(rule)
+        extra = r.get("extra") or {}
+        if meta is not None:
+            category, severity, help_text = meta.category, meta.severity, meta.help
+        else:  # a rule auditor does not know: a human must look at it
+            category = Category.POLICY
+            severity = _SEVERITY.get(str(extra.get("severity")), Severity.MEDIUM)
+            help_text = ""
+        line = int((r.get("start") or {}).get("line", 1))
+        end = int((r.get("end") or {}).get("line", line))
+        message = " ".join(str(extra.get("message") or (meta.message if meta else rule)).split())
+        return RawFinding(rule=rule, category=category, severity=severity, line=line,
+                          end_line=max(line, end), message=redact(message)[:500], help=help_text)

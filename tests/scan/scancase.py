@@ -1,0 +1,137 @@
+"""Helpers for the scan tests: a verified Workspace built from a real repository and bundle
+folder (the verify stage's job, done here directly), throwaway semgrep rules, and a Context."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+from typing import Any
+
+from support import GitRepo, export_tree, write_spec
+
+from auditor.model import BundleFile, Scope, Workspace
+from auditor.spec import load_spec
+from auditor.stage import Context, Options
+
+RULES = """\
+rules:
+  - id: network.python.requests
+    languages: [python]
+    severity: ERROR
+    message: outbound HTTP request (requests.$F)
+    metadata:
+      category: network
+      severity: high
+      help: Find where the request goes and what it sends; engines do not phone home.
+    pattern: requests.$F(...)
+  - id: secret-access.python.token-env
+    languages: [python]
+    severity: ERROR
+    message: reads a token or key from the environment
+    metadata:
+      category: secret-access
+      severity: high
+      help: Check where the secret value goes next (a file, a log, the network).
+    patterns:
+      - pattern-either:
+          - pattern: os.environ[$K]
+          - pattern: os.environ.get($K, ...)
+          - pattern: os.getenv($K, ...)
+      - metavariable-regex:
+          metavariable: $K
+          regex: (?i).*(TOKEN|KEY|SECRET|PASSWORD).*
+  - id: prompt-logging.python.log-prompt
+    languages: [python]
+    severity: WARNING
+    message: logs request content (prompt)
+    metadata:
+      category: prompt-logging
+      severity: high
+      help: Prompts are user data; they must not reach the engine's logs.
+    pattern-regex: (logger|logging)\\.(info|debug|warning)\\(.*prompt
+  - id: container-privilege.yaml.privileged
+    languages: [yaml]
+    severity: ERROR
+    message: a privileged container
+    metadata:
+      category: container-privilege
+      severity: high
+      help: A privileged container owns the host; drop the flag and grant what is needed only.
+    pattern: "privileged: true"
+  - id: network.cpp.connect
+    languages: [cpp, c]
+    severity: ERROR
+    message: native code connects out
+    metadata:
+      category: network
+      severity: high
+      help: Kernels have no reason to open sockets; find the peer and what is sent.
+    pattern: connect($FD, $ADDR, $LEN)
+"""
+
+FORK = "Fork Author <fork@community.example>"
+
+
+def write_rules(folder: Path) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "rules.yaml").write_text(RULES)
+    return folder
+
+
+def git_blob_sha(data: bytes) -> str:
+    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+
+
+def manifest_of(root: Path) -> dict[str, BundleFile]:
+    out: dict[str, BundleFile] = {}
+    for dirpath, _dirs, files in os.walk(root):
+        for name in files:
+            p = Path(dirpath) / name
+            rel = p.relative_to(root).as_posix()
+            if p.is_symlink():
+                data = os.readlink(p).encode()
+                mode = "120000"
+            else:
+                data = p.read_bytes()
+                mode = "100755" if os.access(p, os.X_OK) else "100644"
+            out[rel] = BundleFile(path=rel, mode=mode, size=len(data),
+                                  sha256=hashlib.sha256(data).hexdigest(),
+                                  blob=git_blob_sha(data))
+    return out
+
+
+def workspace(repo: GitRepo, upstream_ref: str, head_ref: str, bundle: Path) -> Workspace:
+    up = repo.head(upstream_ref)
+    head = repo.head(head_ref)
+    return Workspace(
+        upstream_repo=repo.path, patches_repo=repo.path, upstream_commit=up,
+        upstream_tree=repo.git("rev-parse", f"{up}^{{tree}}"), head_commit=head,
+        head_tree=repo.git("rev-parse", f"{head}^{{tree}}"), expected_tree=None, commits=(),
+        bundle_root=bundle, bundle_tree="", manifest=manifest_of(bundle), proof_ok=True)
+
+
+def context(tmp: Path, repo: GitRepo, commits: list[str], bundle: Path, ws: Workspace, *,
+            cache: Path, scope: Scope | None = None, waivers: Path | None = None,
+            profile: str = "vllm", head_ref: str = "series") -> Context:
+    tmp.mkdir(parents=True, exist_ok=True)
+    scan: dict[str, Any] = {}
+    if waivers is not None:
+        scan["waivers"] = str(waivers)
+    spec_path = write_spec(tmp / "audit.toml", {
+        "engine": {"profile": profile, "version": "1.0.0"},
+        "upstream": {"repo": str(repo.path), "ref": "v1.0.0"},
+        "patches": {"ref": head_ref, "commits": commits},
+        "bundle": {"path": str(bundle)},
+        "scan": scan,
+    })
+    (tmp / "work").mkdir(exist_ok=True)
+    (tmp / "out").mkdir(exist_ok=True)
+    ctx = Context(spec=load_spec(spec_path), options=Options(scope=scope, cache=cache, jobs=2),
+                  workdir=tmp / "work", out_dir=tmp / "out")
+    ctx.artifacts["workspace"] = ws
+    return ctx
+
+
+def bundle_of(repo: GitRepo, rev: str, dest: Path) -> Path:
+    return export_tree(repo, rev, dest)
