@@ -35,8 +35,11 @@ _SECRET_PATTERNS = [
     re.compile(r"\b(AKIA[0-9A-Z]{16})\b"),
     re.compile(r"\b(xox[abpr]-[A-Za-z0-9-]{10,})"),
     re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z ]*PRIVATE KEY-----|$)"),
+    # `name = "value"` (quoted literal), or env-file style `NAME=value` with a plain token value
     re.compile(r"(?i)((?:api[_-]?key|token|secret|password|passwd|credential)s?[\"']?\s*[:=]\s*"
-               r"[\"']?)([^\s\"']{6,})"),
+               r"[\"'])([^\s\"']{6,})"),
+    re.compile(r"(?i)((?:api[_-]?key|token|secret|password|passwd|credential)s?\s*[:=]\s*)"
+               r"([A-Za-z0-9_\-./+:@]{8,})(?=\s|$)"),
     re.compile(r"(?i)(--api-key[= ]+)([^\s\"']{4,})"),
 ]
 
