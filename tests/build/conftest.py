@@ -11,4 +11,11 @@ def upstream(tmp_path_factory: pytest.TempPathFactory) -> Upstream:
     """The tiny engine's upstream repository and official wheel, built once per session."""
     if NVCC is None:
         pytest.skip("nvcc is not installed on this machine")
+    from auditor.build.sandbox import SandboxKind, select_sandbox
+    from auditor.errors import ToolMissing
+
+    try:
+        select_sandbox(SandboxKind.AUTO, tmp_path_factory.mktemp("sandbox-probe"))
+    except ToolMissing as exc:
+        pytest.skip(f"no network-less sandbox on this machine: {exc.message}")
     return build_upstream(tmp_path_factory.mktemp("upstream"))
