@@ -32,6 +32,9 @@ SEMGREP_DIR = POLICIES_DIR / "semgrep"
 RULES_DIR = SEMGREP_DIR / "rules"
 FIXTURES_DIR = SEMGREP_DIR / "fixtures"
 RULE_SUFFIXES = (".yaml", ".yml")
+# libyaml's safe loader when PyYAML was built with it: the same safe constructors, ~10x faster
+# than the pure-Python parser (22 rule files took ~0.3 s of every run)
+_SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 _ID_RE = re.compile(r"^[a-z][a-z0-9-]*(\.[a-z0-9][a-z0-9_-]*){2,}$")
 
@@ -96,7 +99,7 @@ def _load_cached(rules_dir: Path, _hash: str) -> Mapping[str, RuleMeta]:
 
 def _parse_file(path: Path, rel: str) -> list[RuleMeta]:
     try:
-        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+        doc = yaml.load(path.read_text(encoding="utf-8"), Loader=_SafeLoader)  # noqa: S506
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
         raise SpecError(f"cannot read the rule file: {exc}", file=str(path)) from exc
     if not isinstance(doc, dict) or not isinstance(doc.get("rules"), list) or not doc["rules"]:
@@ -118,12 +121,12 @@ def _parse_rule(raw: Any, path: Path, rel: str, n: int) -> RuleMeta:
     if not isinstance(meta, dict):
         raise bad("the rule has no metadata", rule_id)
     try:
-        category = Category(meta.get("category"))
+        category = Category(str(meta.get("category")))
     except ValueError:
         raise bad(f"metadata.category {meta.get('category')!r} is not one of "
                   + ", ".join(c.value for c in Category), rule_id) from None
     try:
-        severity = Severity(meta.get("severity"))
+        severity = Severity(str(meta.get("severity")))
     except ValueError:
         raise bad(f"metadata.severity {meta.get('severity')!r} is not one of "
                   + ", ".join(s.value for s in Severity), rule_id) from None
@@ -155,3 +158,50 @@ def canonical_rule_id(check_id: str, rules: Mapping[str, RuleMeta] | None = None
         if check_id.endswith("." + rule_id) and (best is None or len(rule_id) > len(best)):
             best = rule_id
     return best
+
+
+def combined_rules_json(rules_dir: Path = RULES_DIR) -> str | None:
+    """Every rule of ``rules_dir`` in one JSON document, or None when that cannot be exact.
+
+    Semgrep reads a folder of YAML rule files with a pure-Python YAML 1.2 parser, which costs
+    ~2 s of CPU per run on this rule set; the same rules as one JSON file load in a fraction of
+    that. The JSON is written only when it provably holds the data semgrep would read: the YAML 1.2
+    reading (ruamel, as semgrep uses) and the YAML 1.1 reading (PyYAML) agree, nothing is null
+    (semgrep refuses nulls) and everything is plain JSON data (no timestamps, tags or binary).
+    Otherwise the caller passes the folder, as before.
+    """
+    return _combined_cached(rules_dir.resolve(), ruleset_hash(rules_dir))
+
+
+@lru_cache(maxsize=8)
+def _combined_cached(rules_dir: Path, _hash: str) -> str | None:
+    import json
+
+    try:
+        from ruamel.yaml import YAML
+    except ImportError:
+        return None
+    yaml12 = YAML(typ="safe", pure=True)  # YAML 1.2, as semgrep's own (round-trip) loader
+    rules: list[Any] = []
+    try:
+        for path in rule_files(rules_dir):
+            text = path.read_text(encoding="utf-8")
+            doc = yaml12.load(text)
+            if doc != yaml.load(text, Loader=_SafeLoader):  # noqa: S506 - a safe loader
+                return None
+            if not isinstance(doc, dict) or set(doc) != {"rules"} or not isinstance(
+                    doc["rules"], list) or not _plain(doc):
+                return None
+            rules.extend(doc["rules"])
+        return json.dumps({"rules": rules}, ensure_ascii=False, allow_nan=False)
+    except Exception:  # noqa: BLE001 - any doubt (duplicate keys, odd types): use the folder
+        return None
+
+
+def _plain(value: Any) -> bool:
+    """JSON data that JSON gives back unchanged: str keys, no null, no other types."""
+    if type(value) is dict:
+        return all(type(k) is str and _plain(v) for k, v in value.items())
+    if type(value) is list:
+        return all(_plain(v) for v in value)
+    return type(value) in (str, int, float, bool)

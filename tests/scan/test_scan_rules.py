@@ -297,7 +297,14 @@ import numpy as np
 import torch
 import zmq
 
+from pathlib import Path
+
 _LIB = ctypes.CDLL(os.path.join(os.path.dirname(__file__), "_kernels.so"))
+_HERE = Path(__file__).resolve().parent
+
+
+def load_kernel(name):
+    return ctypes.CDLL(str(_HERE / f"{name}.so"))
 
 
 def load_weights(path):
