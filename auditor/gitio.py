@@ -8,9 +8,10 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -84,6 +85,20 @@ def git_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     return env
 
 
+_HEX_NAME = re.compile(r"[0-9a-fA-F]{4,64}")
+
+
+@dataclass(frozen=True)
+class TreeEntry:
+    """One entry of ``git ls-tree -r``: a file or symlink (blob) or a submodule (commit)."""
+
+    path: str
+    mode: str
+    type: str  # "blob" or "commit" (a gitlink)
+    sha: str
+    size: int | None  # blob bytes (only when sizes were asked for); None for a gitlink
+
+
 class Git:
     """Plumbing access to one repository (bare or not); never touches its work tree."""
 
@@ -114,3 +129,62 @@ class Git:
     def cat_blob(self, sha: str) -> bytes:
         res = self.run("cat-file", "blob", sha, text=False)
         return res.stdout  # type: ignore[return-value]
+
+    def ls_tree(self, tree: str, *, sizes: bool = False) -> dict[str, TreeEntry]:
+        """Every blob and gitlink of ``tree``, recursively, by posix path (``git ls-tree -r``).
+
+        Paths that are not UTF-8 keep their bytes as surrogate escapes (:func:`os.fsdecode`).
+        ``sizes`` asks git for blob sizes (``-l``); without it every size is None.
+        """
+        args = ["ls-tree", "-r", "-z", "--full-tree", *(["-l"] if sizes else []), tree]
+        raw = self.run(*args, text=False).stdout
+        assert isinstance(raw, bytes)
+        out: dict[str, TreeEntry] = {}
+        for record in raw.split(b"\0"):
+            if not record:
+                continue
+            meta, tab, name = record.partition(b"\t")
+            fields = meta.decode("ascii", "replace").split()
+            if not tab or len(fields) != (4 if sizes else 3):
+                raise ToolError(f"git ls-tree: unexpected record {record[:200]!r}")
+            mode, kind, sha = fields[:3]
+            size = int(fields[3]) if sizes and fields[3].isdigit() else None
+            path = os.fsdecode(name)
+            out[path] = TreeEntry(path, mode, kind, sha, size)
+        return out
+
+    def read_blobs(self, shas: Iterable[str]) -> dict[str, bytes]:
+        """The contents of blobs by sha, read by one ``git cat-file --batch`` process.
+
+        A sha the repository does not have (or that is not a blob) raises ToolError.
+        """
+        unique = list(dict.fromkeys(shas))
+        if not unique:
+            return {}
+        for sha in unique:
+            if not _HEX_NAME.fullmatch(sha):
+                raise ValueError(f"not an object name: {sha!r}")
+        request = "".join(f"{sha}\n" for sha in unique).encode()
+        data = self.run("cat-file", "--batch", input=request, text=False).stdout
+        assert isinstance(data, bytes)
+        out: dict[str, bytes] = {}
+        pos = 0
+        for sha in unique:
+            nl = data.find(b"\n", pos)
+            if nl < 0:
+                raise ToolError(f"git cat-file --batch: no answer for {sha}")
+            header = data[pos:nl].decode("ascii", "replace")
+            parts = header.split()
+            if parts[1:] == ["missing"]:
+                raise ToolError(f"git cat-file --batch: object {sha} is missing")
+            if (len(parts) != 3 or not parts[0].lower().startswith(sha.lower())
+                    or parts[1] != "blob" or not parts[2].isdigit()):
+                raise ToolError(f"git cat-file --batch: unexpected header {header[:200]!r} "
+                                f"for {sha}")
+            start = nl + 1
+            end = start + int(parts[2])
+            if data[end:end + 1] != b"\n":
+                raise ToolError(f"git cat-file --batch: the content of {sha} is cut short")
+            out[sha] = data[start:end]
+            pos = end + 1
+        return out

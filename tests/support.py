@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import subprocess
 from collections.abc import Mapping
 from pathlib import Path
@@ -147,3 +149,34 @@ def simple_case(tmp: Path) -> dict[str, Any]:
         "bundle": {"path": str(bundle)},
     }
     return {"repo": repo, "commits": [c1, c2], "bundle": bundle, "spec": spec}
+
+
+_VERSION_FIELD = re.compile(r'("version": )"[^"]*"')
+_SHA1 = re.compile(r"\b[0-9a-f]{40}\b")
+
+
+def mask_golden(text: str, *, shas: bool = False) -> str:
+    """Mask what changes between runs or releases: ``"version"`` values and, with ``shas``, commit
+    shas (real repositories: shas depend on git's object format only, but paths do not)."""
+    text = _VERSION_FIELD.sub(r'\1"<version>"', text)
+    if shas:
+        text = _SHA1.sub("<sha>", text)
+    return text
+
+
+def check_golden(golden_dir: Path, name: str, text: str) -> None:
+    """``text`` must equal the golden file ``golden_dir/name`` (JSON also compared as data).
+
+    ``AUDITOR_UPDATE_GOLDEN=1`` rewrites it; a missing one is written and the test fails (re-run).
+    """
+    path = golden_dir / name
+    if os.environ.get("AUDITOR_UPDATE_GOLDEN") == "1" or not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        if os.environ.get("AUDITOR_UPDATE_GOLDEN") != "1":
+            raise AssertionError(f"golden file {path} was missing and has been written; re-run")
+        return
+    expected = path.read_text(encoding="utf-8")
+    if name.endswith(".json"):
+        assert json.loads(text) == json.loads(expected), f"{name} differs from its golden file"
+    assert text == expected, f"{name} differs from {path}; AUDITOR_UPDATE_GOLDEN=1 regenerates it"

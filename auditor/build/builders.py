@@ -14,20 +14,22 @@ the build folder, CMake builds without a build RPATH. The commands are recorded 
 
 from __future__ import annotations
 
-import hashlib
 import shlex
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import ClassVar
+from typing import ClassVar, TypeVar
 
 from auditor.build.globs import matches
 from auditor.build.recipe import BuilderKind, CMakeRecipe, ModuleRecipe, NvccRecipe
 from auditor.build.sandbox import Sandbox, Unsandboxed
 from auditor.build.toolchain import Toolchain
+from auditor.build.wheel import sha256_file
 from auditor.errors import EXIT_POLICY, AuditError
 from auditor.textsafe import redact
+
+_T = TypeVar("_T")
 
 
 class BuildFailed(AuditError):
@@ -74,6 +76,17 @@ class BuildRequest:
     def prefix_maps(self) -> tuple[str, ...]:
         return (f"-ffile-prefix-map={self.source_root}=.", f"-ffile-prefix-map={self.build_dir}=.")
 
+    @property
+    def module_file(self) -> str:
+        """The file name of the module in the wheel (the last part of its wheel path)."""
+        return self.module.wheel_path.rsplit("/", 1)[-1]
+
+    def table(self, value: _T | None, name: str) -> _T:
+        """The module's ``[name]`` recipe table ``value``; a ValueError when it has none."""
+        if value is None:
+            raise ValueError(f"module {self.module.name} has no [{name}] table")
+        return value
+
 
 @dataclass(frozen=True)
 class BuiltModule:
@@ -85,12 +98,17 @@ class BuiltModule:
     log: str = ""
 
 
+def arch_number(arch: str) -> str:
+    """``8.6`` / ``86`` / ``86+PTX`` -> ``86``."""
+    return arch.removesuffix("+PTX").replace(".", "")
+
+
 def gencode_flags(archs: Sequence[str]) -> list[str]:
     """``86`` / ``8.6`` -> ``-gencode=arch=compute_86,code=sm_86``; ``+PTX`` also embeds PTX."""
     out = []
     for arch in archs:
         ptx = arch.endswith("+PTX")
-        num = arch.removesuffix("+PTX").replace(".", "")
+        num = arch_number(arch)
         code = f"sm_{num}" + (f",compute_{num}" if ptx else "")
         out.append(f"-gencode=arch=compute_{num},code=[{code}]" if ptx
                    else f"-gencode=arch=compute_{num},code=sm_{num}")
@@ -119,13 +137,12 @@ class ModuleBuilder(ABC):
         for cmd in steps:
             self._run(req, sandbox, cmd, log)
         built = self.output(req)
-        final = final_dir / req.module.wheel_path.rsplit("/", 1)[-1]
+        final = final_dir / req.module_file
         strip = Command((req.toolchain.strip, "--strip-unneeded", "-o", str(final), str(built)),
                         req.build_dir)
         self._run(req, sandbox, strip, log)
         steps.append(strip)
-        digest = hashlib.sha256(final.read_bytes()).hexdigest()
-        return BuiltModule(name=req.module.name, path=final, sha256=digest,
+        return BuiltModule(name=req.module.name, path=final, sha256=sha256_file(final),
                            commands=tuple(c.display(req.placeholders) for c in steps),
                            builder=self.kind, log="\n".join(log))
 
@@ -148,12 +165,10 @@ class NvccBuilder(ModuleBuilder):
     kind = BuilderKind.NVCC
 
     def _spec(self, req: BuildRequest) -> NvccRecipe:
-        if req.module.nvcc is None:
-            raise ValueError(f"module {req.module.name} has no [nvcc] table")
-        return req.module.nvcc
+        return req.table(req.module.nvcc, "nvcc")
 
     def output(self, req: BuildRequest) -> Path:
-        return req.build_dir / req.module.wheel_path.rsplit("/", 1)[-1]
+        return req.build_dir / req.module_file
 
     def commands(self, req: BuildRequest) -> tuple[Command, ...]:
         spec = self._spec(req)
@@ -176,9 +191,7 @@ class CMakeBuilder(ModuleBuilder):
     kind = BuilderKind.CMAKE
 
     def _spec(self, req: BuildRequest) -> CMakeRecipe:
-        if req.module.cmake is None:
-            raise ValueError(f"module {req.module.name} has no [cmake] table")
-        return req.module.cmake
+        return req.table(req.module.cmake, "cmake")
 
     def _bdir(self, req: BuildRequest) -> Path:
         return req.build_dir / "cmake"
@@ -198,7 +211,7 @@ class CMakeBuilder(ModuleBuilder):
         tc = req.toolchain
         src = req.source_root / spec.source_dir if spec.source_dir else req.source_root
         maps = " ".join(req.prefix_maps)
-        archs = ";".join(a.removesuffix("+PTX").replace(".", "") for a in req.archs)
+        archs = ";".join(arch_number(a) for a in req.archs)
         configure = [
             tc.cmake or "cmake", "-S", str(src), "-B", str(self._bdir(req)), "-G", spec.generator,
             "-DCMAKE_BUILD_TYPE=Release",

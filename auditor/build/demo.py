@@ -10,7 +10,6 @@ wheel's sha256. Without nvcc the wheel holds no kernels and the build stage will
 
 from __future__ import annotations
 
-import hashlib
 import io
 import json
 import tarfile
@@ -18,7 +17,7 @@ import tempfile
 from pathlib import Path
 
 from auditor.build.builders import compile_nvcc
-from auditor.build.wheel import write_wheel
+from auditor.build.wheel import sha256_file, write_wheel
 from auditor.errors import ToolError
 from auditor.gitio import git_env, run
 
@@ -67,7 +66,7 @@ def make_official_wheel_and_recipe(root: Path, work: Path, *, ref: str = "v1.0.0
         files.update(built)
         wheel = write_wheel(wheels, "tinyllm", "1.0.0", files,  # type: ignore[arg-type]
                             summary="A small inference engine", requires=_metadata(tree))
-    digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
+    digest = sha256_file(wheel)
     recipe = builds / "tinyllm-1.0.0-sm86.toml"
     modules = "".join(f"""
 [modules.{name}]

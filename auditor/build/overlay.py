@@ -24,6 +24,7 @@ from auditor.build.wheel import (
     UnpackedWheel,
     WheelName,
     set_metadata_version,
+    sha256_file,
     unpack_wheel,
     write_entries,
 )
@@ -57,10 +58,6 @@ class Overlay:
     added: tuple[str, ...]
     dropped: tuple[str, ...]
     not_packaged: tuple[str, ...]  # changed bundle files the official wheel does not ship
-
-
-def _sha(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def build_overlay(official: UnpackedWheel, ws: Workspace, plan: BuildPlan, *,
@@ -154,7 +151,7 @@ def verify_origins(overlay: Overlay, official: UnpackedWheel, ws: Workspace,
         elif o.origin is OriginKind.AUDITED_SOURCE:
             bf = ws.manifest.get(str(o.detail["bundle_path"]))
             ok = (bf is not None and bf.sha256 == member.sha256
-                  and _sha(ws.bundle_root / bf.path) == member.sha256)
+                  and sha256_file(ws.bundle_root / bf.path) == member.sha256)
         elif o.origin is OriginKind.BUILT:
             mod = built.get(path)
             ok = mod is not None and mod.sha256 == member.sha256

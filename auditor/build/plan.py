@@ -64,16 +64,8 @@ class BuildPlan:
 
 def upstream_files(ws: Workspace) -> dict[str, tuple[str, str]]:
     """path -> (mode, blob) of every file of the upstream tree."""
-    out = Git(ws.upstream_repo).run("ls-tree", "-r", "-z", "--full-tree", ws.upstream_tree).stdout
-    files: dict[str, tuple[str, str]] = {}
-    for entry in out.split("\0"):
-        if not entry:
-            continue
-        meta, _, path = entry.partition("\t")
-        mode, kind, blob = meta.split()
-        if kind == "blob":
-            files[path] = (mode, blob)
-    return files
+    entries = Git(ws.upstream_repo).ls_tree(ws.upstream_tree)
+    return {path: (e.mode, e.sha) for path, e in entries.items() if e.type == "blob"}
 
 
 def changes_vs_upstream(ws: Workspace) -> tuple[Change, ...]:

@@ -38,10 +38,11 @@ def normalize_name(name: str) -> str:
 
 
 def record_hash(data: bytes) -> str:
-    return "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+    return _record_hash_of_digest(hashlib.sha256(data).digest())
 
 
 def _record_hash_of_digest(digest: bytes) -> str:
+    """A RECORD hash field: ``sha256=`` and the urlsafe base64 digest without padding."""
     return "sha256=" + base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
 
 
@@ -290,10 +291,10 @@ def record_problems(wheel: UnpackedWheel) -> list[str]:
             problems.append(f"{path}: not listed in RECORD")
             continue
         digest, size = listed[path]
-        algo, _, value = digest.partition("=")
+        algo = digest.partition("=")[0]
         if algo != "sha256":
             problems.append(f"{path}: RECORD hash is {algo or 'missing'}, expected sha256")
-        elif value != base64.urlsafe_b64encode(bytes.fromhex(member.sha256)).rstrip(b"=").decode():
+        elif digest != _record_hash_of_digest(bytes.fromhex(member.sha256)):
             problems.append(f"{path}: sha256 differs from RECORD")
         if size != str(member.size):
             problems.append(f"{path}: size {member.size} differs from RECORD ({size or 'none'})")

@@ -12,7 +12,6 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path, PurePosixPath
 
-from auditor.errors import ToolError
 from auditor.gitio import Git
 from auditor.model import BundleFile
 
@@ -44,18 +43,9 @@ class GitTree(Tree):
         self.git = git
         self.commit = commit
         self.label = label
-        self._blobs: dict[str, tuple[str, int]] = {}
-        out = git.run("ls-tree", "-r", "-z", "--full-tree", "-l", commit, text=False).stdout
-        assert isinstance(out, bytes)
-        for entry in out.split(b"\0"):
-            if not entry:
-                continue
-            meta, _, path = entry.partition(b"\t")
-            mode, kind, sha, size = meta.split()
-            if kind != b"blob" or mode == b"120000":
-                continue
-            self._blobs[path.decode("utf-8", "surrogateescape")] = (
-                sha.decode(), int(size) if size.isdigit() else 0)
+        self._blobs: dict[str, tuple[str, int]] = {
+            path: (e.sha, e.size or 0) for path, e in git.ls_tree(commit, sizes=True).items()
+            if e.type == "blob" and e.mode != "120000"}
 
     def paths(self) -> tuple[str, ...]:
         return tuple(sorted(self._blobs))
@@ -66,18 +56,8 @@ class GitTree(Tree):
         small = [p for p in wanted if self._blobs[p][1] <= MAX_FILE_BYTES]
         if not small:
             return out
-        batch = "".join(f"{self._blobs[p][0]}\n" for p in small).encode()
-        data = self.git.run("cat-file", "--batch", input=batch, text=False).stdout
-        assert isinstance(data, bytes)
-        pos = 0
-        for p in small:
-            nl = data.index(b"\n", pos)
-            header = data[pos:nl].split()
-            if len(header) != 3:
-                raise ToolError(f"git cat-file --batch: unexpected header {header!r}")
-            size = int(header[2])
-            out[p] = data[nl + 1: nl + 1 + size]
-            pos = nl + 1 + size + 1
+        blobs = self.git.read_blobs(self._blobs[p][0] for p in small)
+        out.update((p, blobs[self._blobs[p][0]]) for p in small)
         return out
 
 

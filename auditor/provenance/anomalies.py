@@ -20,8 +20,9 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+from auditor.gitio import TreeEntry
 from auditor.model import BundleFile, Severity
-from auditor.provenance.compare import Difference, TreeEntry, display
+from auditor.provenance.compare import Difference, display
 from auditor.provenance.gitview import ProofGit
 from auditor.provenance.treehash import MODE_EXEC, MODE_GITLINK, MODE_SYMLINK
 

@@ -20,6 +20,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+from auditor.gitio import TreeEntry
 from auditor.model import BundleFile
 from auditor.provenance.gitview import ProofGit
 from auditor.provenance.treehash import MODE_GITLINK
@@ -40,15 +41,6 @@ class Change(StrEnum):
 class Explanation(StrEnum):
     EXPORT_IGNORE = "export-ignore"
     EXPORT_SUBST = "export-subst"
-
-
-@dataclass(frozen=True)
-class TreeEntry:
-    path: str
-    mode: str
-    kind: str  # blob or commit (a gitlink)
-    sha: str
-    size: int | None
 
 
 @dataclass(frozen=True)
@@ -87,18 +79,8 @@ def display(path: str) -> str:
 
 
 def tree_entries(git: ProofGit, tree: str) -> dict[str, TreeEntry]:
-    """Every blob and gitlink of a tree, recursively, by posix path."""
-    raw = git.run("ls-tree", "-r", "-z", "-l", "--full-tree", tree, text=False).stdout
-    assert isinstance(raw, bytes)
-    out = {}
-    for rec in raw.split(b"\0"):
-        if not rec:
-            continue
-        meta, _, name = rec.partition(b"\t")
-        mode, kind, sha, size = meta.decode().split()
-        path = os.fsdecode(name)
-        out[path] = TreeEntry(path, mode, kind, sha, int(size) if size != "-" else None)
-    return out
+    """Every blob and gitlink of a tree, recursively, by posix path, with blob sizes."""
+    return git.ls_tree(tree, sizes=True)
 
 
 def attributes(git: ProofGit, tree: str, paths: Iterable[str], names: Iterable[str],

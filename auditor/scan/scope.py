@@ -18,16 +18,8 @@ from auditor.provenance.blame import UNEXPLAINED
 
 def upstream_blobs(ws: Workspace) -> dict[str, str]:
     """path -> blob sha of every file in upstream's tree (``git ls-tree -r``)."""
-    res = Git(ws.upstream_repo).run("ls-tree", "-r", "-z", "--full-tree", ws.upstream_tree)
-    out: dict[str, str] = {}
-    for entry in res.stdout.split("\0"):
-        if not entry:
-            continue
-        meta, _, path = entry.partition("\t")
-        mode, kind, sha = meta.split()
-        if kind == "blob" and mode != "120000":
-            out[path] = sha
-    return out
+    entries = Git(ws.upstream_repo).ls_tree(ws.upstream_tree)
+    return {path: e.sha for path, e in entries.items() if e.type == "blob" and e.mode != "120000"}
 
 
 def changed_paths(ws: Workspace, upstream: Mapping[str, str]) -> set[str]:
@@ -37,26 +29,8 @@ def changed_paths(ws: Workspace, upstream: Mapping[str, str]) -> set[str]:
 
 
 def read_blobs(ws: Workspace, shas: Sequence[str]) -> dict[str, bytes]:
-    """Blob contents by sha in one ``git cat-file --batch`` process."""
-    if not shas:
-        return {}
-    unique = list(dict.fromkeys(shas))
-    request = ("\n".join(unique) + "\n").encode()
-    res = Git(ws.upstream_repo).run("cat-file", "--batch", input=request, text=False)
-    data = res.stdout if isinstance(res.stdout, bytes) else res.stdout.encode()
-    out: dict[str, bytes] = {}
-    pos = 0
-    for sha in unique:
-        nl = data.index(b"\n", pos)
-        header = data[pos:nl].decode()
-        pos = nl + 1
-        parts = header.split()
-        if len(parts) != 3:  # "<sha> missing"
-            continue
-        size = int(parts[2])
-        out[sha] = data[pos:pos + size]
-        pos += size + 1
-    return out
+    """Blob contents by sha in one ``git cat-file --batch`` process (a missing one: ToolError)."""
+    return Git(ws.upstream_repo).read_blobs(shas)
 
 
 @dataclass(frozen=True)

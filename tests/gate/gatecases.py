@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
+
+from support import check_golden as _check_golden
+from support import mask_golden
 
 from auditor.model import (
     Action,
@@ -55,32 +59,8 @@ def audit(ref: str, commits: list[tuple[str, str, str | None]], findings: list[F
 
 # ---------------------------------------------------------------- golden files
 
-import json  # noqa: E402
-import os  # noqa: E402
-import re  # noqa: E402
-from pathlib import Path  # noqa: E402
-
 GOLDEN = Path(__file__).parent / "golden"
-_SHA = re.compile(r"\b[0-9a-f]{40}\b")
-
-
-def mask(text: str, *, shas: bool = False) -> str:
-    text = re.sub(r'("version": )"[^"]*"', r'\1"<version>"', text)
-    if shas:  # real repositories: shas depend on git's object format only, but paths do not
-        text = _SHA.sub("<sha>", text)
-    return text
 
 
 def check_golden(name: str, text: str, *, shas: bool = False) -> None:
-    path = GOLDEN / name
-    text = mask(text, shas=shas)
-    if os.environ.get("AUDITOR_UPDATE_GOLDEN") == "1" or not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-        if os.environ.get("AUDITOR_UPDATE_GOLDEN") != "1":
-            raise AssertionError(f"golden file {path} was missing and has been written; re-run")
-        return
-    expected = path.read_text(encoding="utf-8")
-    if name.endswith(".json"):
-        assert json.loads(text) == json.loads(expected), f"{name} differs from its golden file"
-    assert text == expected, f"{name} differs from {path}; AUDITOR_UPDATE_GOLDEN=1 regenerates it"
+    _check_golden(GOLDEN, name, mask_golden(text, shas=shas))

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
-import os
-import re
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
+
+from support import check_golden as _check_golden
+from support import mask_golden
 
 from auditor.model import (
     Action,
@@ -176,29 +176,7 @@ class Doc(HTMLParser):
 # ---------------------------------------------------------------- golden files
 
 GOLDEN = Path(__file__).parent / "golden"
-_VOLATILE = [
-    (re.compile(r'("version": )"[^"]*"'), r'\1"<version>"'),
-]
-
-
-def mask(text: str) -> str:
-    """Mask what changes between runs or releases (tool versions)."""
-    for pat, repl in _VOLATILE:
-        text = pat.sub(repl, text)
-    return text
 
 
 def check_golden(name: str, text: str, golden_dir: Path = GOLDEN) -> None:
-    path = golden_dir / name
-    text = mask(text)
-    if os.environ.get("AUDITOR_UPDATE_GOLDEN") == "1" or not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-        if os.environ.get("AUDITOR_UPDATE_GOLDEN") != "1":
-            raise AssertionError(f"golden file {path} was missing and has been written; re-run")
-        return
-    expected = path.read_text(encoding="utf-8")
-    if name.endswith(".json"):
-        assert json.loads(text) == json.loads(expected), f"{name} differs from its golden file"
-    assert text == expected, (f"{name} differs from {path}; "
-                              "AUDITOR_UPDATE_GOLDEN=1 regenerates it")
+    _check_golden(golden_dir, name, mask_golden(text))

@@ -17,6 +17,7 @@ from dataclasses import replace
 from pathlib import PurePosixPath
 
 from auditor.deps.declaration import Collector, Extraction
+from auditor.deps.extract.lines import logical_lines
 
 INDEX_OPTIONS = {
     "-i": "index-url", "--index-url": "index-url", "--extra-index-url": "extra-index-url",
@@ -38,24 +39,9 @@ def is_requirements_file(p: PurePosixPath) -> bool:
 
 
 def _logical_lines(text: str) -> list[tuple[int, int, str]]:
-    """(first line, last line, joined text): comments removed, ``\\`` continuations joined."""
-    out: list[tuple[int, int, str]] = []
-    buf = ""
-    start = 0
-    for n, raw in enumerate(text.splitlines(), 1):
-        line = re.sub(r"(^|\s)#.*$", "", raw)
-        if not buf:
-            start = n
-        if line.endswith("\\"):
-            buf += line[:-1] + " "
-            continue
-        buf += line
-        if buf.strip():
-            out.append((start, n, buf.strip()))
-        buf = ""
-    if buf.strip():
-        out.append((start, start, buf.strip()))
-    return out
+    """(first line, last line, joined text): comments removed, ``\\`` continuations joined (a
+    line that only held a comment ends a continuation)."""
+    return logical_lines(text, lambda raw: re.sub(r"(^|\s)#.*$", "", raw))
 
 
 def _split_option(token: str, rest: list[str]) -> tuple[str, str | None]:

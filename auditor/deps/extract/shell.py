@@ -14,6 +14,7 @@ import shlex
 from pathlib import PurePosixPath
 
 from auditor.deps.declaration import Collector, Extraction
+from auditor.deps.extract.lines import logical_lines
 from auditor.deps.extract.requirements import INDEX_OPTIONS, is_requirements_file
 
 SHELL_SUFFIXES = (".sh", ".bash")
@@ -37,27 +38,9 @@ def is_script(p: PurePosixPath) -> bool:
 
 
 def _logical_lines(text: str) -> list[tuple[int, int, str]]:
-    """(first line, last line, joined text) with ``\\`` continuations joined."""
-    out: list[tuple[int, int, str]] = []
-    buf = ""
-    start = 0
-    for n, raw in enumerate(text.splitlines(), 1):
-        if not buf:
-            start = n
-            if raw.lstrip().startswith("#"):
-                continue
-        elif raw.lstrip().startswith("#"):
-            continue  # a comment inside a Dockerfile continuation
-        if raw.rstrip().endswith("\\"):
-            buf += raw.rstrip()[:-1] + " "
-            continue
-        buf += raw
-        if buf.strip():
-            out.append((start, n, buf.strip()))
-        buf = ""
-    if buf.strip():
-        out.append((start, start, buf.strip()))
-    return out
+    """(first line, last line, joined text) with ``\\`` continuations joined; comment lines are
+    dropped, also inside a (Dockerfile) continuation."""
+    return logical_lines(text, lambda raw: None if raw.lstrip().startswith("#") else raw.rstrip())
 
 
 def _pip_args(words: list[str]) -> list[str] | None:
