@@ -204,6 +204,7 @@ def write_spec(out: Path, name: str, tag: str, branch: str, series: str, bundle:
 
 
 def generate(out: Path, n_files: int, n_commits: int, seed: int) -> None:
+    out = out.resolve()  # git -C repo resolves relative paths against repo, not the caller
     if out.exists():
         shutil.rmtree(out)
     repo = out / "repo"

@@ -12,13 +12,18 @@ touched; the blobs and trees written are ordinary unreferenced objects.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
 from auditor.model import SeriesCommit
 from auditor.provenance.gitview import ProofGit
 from auditor.provenance.treehash import EMPTY_TREE
+
+_DIFF_WORKERS = 2  # git diff-tree processes computing diffs ahead of the applies
+_DIFF_AHEAD = 8  # diffs computed ahead at most (bounds the memory they take)
 
 
 @dataclass(frozen=True)
@@ -37,22 +42,38 @@ def replay(git: ProofGit, onto: str, commits: Sequence[SeriesCommit], scratch: P
     g = git.with_env(GIT_INDEX_FILE=str(index))
     g.run("read-tree", f"{onto}^{{tree}}")
     applied: list[str] = []
-    for c in commits:
-        base = _base(g, c)
-        diff = g.run("diff-tree", "-p", "--binary", "--full-index", "--no-color",
-                     "--no-renames", "--no-ext-diff", "--no-textconv", base, c.sha, "--",
-                     text=False).stdout
-        if diff.strip():
-            res = g.run("apply", "--cached", "--3way", "--whitespace=nowarn", "-", input=diff,
-                        check=False, text=False)
-            if res.returncode != 0:
-                lines = [ln for ln in res.stderr.splitlines()
-                         if ln.startswith(("error", "CONFLICT", "U ")) or "conflict" in ln]
-                return Replay(tree=None, applied=tuple(applied), failed_commit=c.sha,
-                              error="; ".join(lines[-4:]) or res.stderr.strip()[-400:])
-        applied.append(c.sha)
+    # A commit's diff depends only on the commit and its parents, not on the replay so far, so
+    # worker threads compute the next few ahead (git works in its own processes) while the applies
+    # run here strictly in order. Diffs past a commit that fails are never used.
+    with ThreadPoolExecutor(max_workers=_DIFF_WORKERS) as pool:
+        ahead: deque[Future[bytes]] = deque()
+        todo = iter(commits)
+        for c in commits:
+            while len(ahead) < _DIFF_AHEAD and (nxt := next(todo, None)) is not None:
+                ahead.append(pool.submit(_diff, git, nxt))
+            diff = ahead.popleft().result()
+            if diff.strip():
+                res = g.run("apply", "--cached", "--3way", "--whitespace=nowarn", "-", input=diff,
+                            check=False, text=False)
+                if res.returncode != 0:
+                    for f in ahead:
+                        f.cancel()
+                    lines = [ln for ln in res.stderr.splitlines()
+                             if ln.startswith(("error", "CONFLICT", "U ")) or "conflict" in ln]
+                    return Replay(tree=None, applied=tuple(applied), failed_commit=c.sha,
+                                  error="; ".join(lines[-4:]) or res.stderr.strip()[-400:])
+            applied.append(c.sha)
     tree = g.out("write-tree")
     return Replay(tree=tree, applied=tuple(applied))
+
+
+def _diff(git: ProofGit, c: SeriesCommit) -> bytes:
+    """The change ``c`` makes against its base (see :func:`_base`), as a binary-safe patch."""
+    base = _base(git, c)
+    out = git.run("diff-tree", "-p", "--binary", "--full-index", "--no-color", "--no-renames",
+                  "--no-ext-diff", "--no-textconv", base, c.sha, "--", text=False).stdout
+    assert isinstance(out, bytes)
+    return out
 
 
 def _base(git: ProofGit, c: SeriesCommit) -> str:

@@ -9,6 +9,7 @@ are not on the branch (missing), a different order, duplicates, and merge commit
 from __future__ import annotations
 
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,6 +19,7 @@ from auditor.model import SeriesCommit
 
 REASONS_MAX = 20  # hidden commits named one per line; the rest are counted
 LIST_MAX = 1000  # commits listed in the JSON; totals are always given
+_GIT_WORKERS = 4  # concurrent git processes for per-commit look-ups (they mostly wait on I/O)
 
 
 @dataclass(frozen=True)
@@ -88,8 +90,10 @@ def check_series(git: Git, upstream: str, head: str, listed: Sequence[str]) -> S
     existing: list[str] = []
     seen: set[str] = set()
     duplicates: list[str] = []
-    for given in listed:
-        sha = resolve_commit(git, given)
+    # one `git rev-parse` per listed commit; git runs in its own processes, so they overlap
+    with ThreadPoolExecutor(max_workers=_GIT_WORKERS) as pool:
+        shas = list(pool.map(lambda given: resolve_commit(git, given), listed))
+    for given, sha in zip(listed, shas, strict=True):
         resolved.append(sha or given)
         if sha is None:
             missing.append(MissingCommit(given, None, "does not exist in the patches repository"))

@@ -8,8 +8,12 @@ proof holds when every step agrees. Whenever git worked and the bundle unpacked,
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any
 
+from auditor.gitio import TreeEntry
 from auditor.model import (
     Category,
     Finding,
@@ -21,9 +25,9 @@ from auditor.model import (
 from auditor.policy import Policy, load_policy
 from auditor.provenance.anomalies import Anomaly, AnomalyKind, find_anomalies
 from auditor.provenance.compare import compare, display, tree_entries
-from auditor.provenance.gitview import open_repos
-from auditor.provenance.replay import replay
-from auditor.provenance.series import check_series, diff_stats
+from auditor.provenance.gitview import ProofGit, open_repos
+from auditor.provenance.replay import Replay, replay
+from auditor.provenance.series import SeriesCheck, check_series, diff_stats
 from auditor.provenance.treehash import hash_folder, manifest_digest
 from auditor.provenance.unpack import Unpacked, unpack_bundle
 from auditor.spec import POLICIES_DIR, Spec
@@ -79,33 +83,44 @@ class VerifyStage(Stage):
             reasons.append(f"patches ref {spec.patches.ref} does not resolve in "
                            f"{spec.patches.repo}")
 
-        with ctx.status(f"unpacking bundle {spec.bundle.path}"):
-            unpacked = unpack_bundle(spec.bundle, ctx.workdir)
-        with ctx.status(f"hashing {unpacked.files} bundle files"):
-            hashed = hash_folder(unpacked.root, jobs=ctx.options.jobs * 2)
+        # The trees, the series check, the replay, the tree listings and the diff stats only need
+        # git; the unpacking and hashing only need the bundle. They run side by side (git works
+        # in its own processes while Python writes and hashes files), and everything after waits
+        # for both, so the results are the same.
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="verify-git") as pool:
+            git_side = (pool.submit(_git_side, ctx, git, base, head, spec.patches.commits)
+                        if base is not None and head is not None else None)
+            with ctx.status(f"unpacking bundle {spec.bundle.path}"):
+                unpacked = unpack_bundle(spec.bundle, ctx.workdir)
+            with ctx.status(f"hashing {unpacked.files} bundle files"):
+                hashed = hash_folder(unpacked.root, jobs=ctx.options.jobs * 2,
+                                     known=unpacked.digests)
+            side = git_side.result() if git_side is not None else None
+        upstream_tree: str | None
+        head_tree: str | None
+        if side is not None:
+            upstream_tree, head_tree = side.upstream_tree, side.head_tree
+        else:
+            upstream_tree = git.tree_of(base) if base else None
+            head_tree = git.tree_of(head) if head else None
         details: dict[str, Any] = {
             "ok": False,
             "upstream": {"ref": spec.upstream.ref, "commit": base, "ref_commit": ref_commit,
-                         "pinned": pinned, "tree": git.tree_of(base) if base else None},
-            "head": {"ref": spec.patches.ref, "commit": head,
-                     "tree": git.tree_of(head) if head else None},
+                         "pinned": pinned, "tree": upstream_tree},
+            "head": {"ref": spec.patches.ref, "commit": head, "tree": head_tree},
             "expected_tree": None,
             "bundle_tree": hashed.tree,
             "bundle": _bundle_json(spec, unpacked),
             "manifest_digest": manifest_digest(hashed.manifest),
             "file_count": len(hashed.manifest),
         }
-        if base is None or head is None:
+        if base is None or head is None or side is None:
             return StageResult(self.name, StageStatus.FAILED, details=details,
                                reasons=tuple(reasons))
 
-        upstream_tree = details["upstream"]["tree"]
-        head_tree = details["head"]["tree"]
-        with ctx.status("checking the series"):
-            series = check_series(git, base, head, spec.patches.commits)
+        assert upstream_tree is not None and head_tree is not None
+        series, rp = side.series, side.replay
         reasons += series.reasons(allow_merges)
-        with ctx.status(f"replaying {len(series.commits)} commits onto {base[:12]}"):
-            rp = replay(git, base, series.commits, ctx.workdir / "verify")
         if rp.tree is None:
             failed = next(c for c in series.commits if c.sha == rp.failed_commit)
             reasons.append(f"the series does not apply: commit {failed.sha[:12]} "
@@ -114,7 +129,7 @@ class VerifyStage(Stage):
         elif rp.tree != head_tree and not series.reasons(allow_merges=True):
             reasons.append(f"the replayed series gives tree {rp.tree[:12]}, but "
                            f"{spec.patches.ref} has tree {head_tree[:12]}")
-        against = rp.tree or head_tree
+        against = side.against
         differences = compare(git, against, hashed.manifest, unpacked.root,
                               ctx.workdir / "verify")
         unexplained = [d for d in differences if d.explained is None]
@@ -123,16 +138,15 @@ class VerifyStage(Stage):
             reasons.append(f"bundle tree {hashed.tree[:12]} differs from {what} "
                            f"({len(unexplained)} path{'s' if len(unexplained) != 1 else ''})")
 
-        series_entries = tree_entries(git, against)
         anomalies = find_anomalies(
             git=git, upstream_commit=base, head_commit=head,
-            upstream=tree_entries(git, upstream_tree), series=series_entries,
+            upstream=side.upstream_entries, series=side.series_entries,
             manifest=hashed.manifest, bundle_root=unpacked.root,
             git_entries=unpacked.git_entries, differences=differences)
         findings = tuple(finding_of(a, policy) for a in anomalies if a.is_finding)
 
         ok = not reasons
-        stats = diff_stats(git, [c.sha for c in series.commits])
+        stats = side.stats
         details.update({
             "ok": ok,
             "expected_tree": rp.tree,
@@ -154,6 +168,35 @@ class VerifyStage(Stage):
             proof_ok=ok)
         return StageResult(self.name, StageStatus.OK if ok else StageStatus.FAILED,
                            details=details, findings=findings, reasons=tuple(reasons))
+
+
+@dataclass(frozen=True)
+class _GitSide:
+    """What the proof reads from git alone (no bundle): computed beside the unpacking."""
+
+    upstream_tree: str
+    head_tree: str
+    series: SeriesCheck
+    replay: Replay
+    against: str  # the replayed tree, or the head's when the series did not apply
+    upstream_entries: Mapping[str, TreeEntry]
+    series_entries: Mapping[str, TreeEntry]
+    stats: dict[str, dict[str, int]]
+
+
+def _git_side(ctx: Context, git: ProofGit, base: str, head: str,
+              listed: Sequence[str]) -> _GitSide:
+    upstream_tree, head_tree = git.tree_of(base), git.tree_of(head)
+    # plain progress lines: the main thread may be showing a spinner, and rich allows one at a time
+    ctx.progress("checking the series")
+    series = check_series(git, base, head, listed)
+    ctx.progress(f"replaying {len(series.commits)} commits onto {base[:12]}")
+    rp = replay(git, base, series.commits, ctx.workdir / "verify")
+    against = rp.tree or head_tree
+    return _GitSide(upstream_tree=upstream_tree, head_tree=head_tree, series=series, replay=rp,
+                    against=against, upstream_entries=tree_entries(git, upstream_tree),
+                    series_entries=tree_entries(git, against),
+                    stats=diff_stats(git, [c.sha for c in series.commits]))
 
 
 def _bundle_json(spec: Spec, u: Unpacked) -> dict[str, Any]:

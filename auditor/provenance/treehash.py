@@ -100,18 +100,44 @@ def _walk(root: Path, exclude: frozenset[str]) -> tuple[list[tuple[str, Path]], 
     return files, sorted(excluded)
 
 
-def manifest_of(root: Path, *, exclude: Iterable[str] = (".git",),
-                jobs: int | None = None) -> tuple[dict[str, BundleFile], tuple[str, ...]]:
-    """The manifest of every file under ``root`` and the excluded paths."""
+def manifest_of(root: Path, *, exclude: Iterable[str] = (".git",), jobs: int | None = None,
+                known: Mapping[str, tuple[int, str, str]] | None = None,
+                ) -> tuple[dict[str, BundleFile], tuple[str, ...]]:
+    """The manifest of every file under ``root`` and the excluded paths.
+
+    ``known`` gives (size, sha256, blob sha1) of files hashed as they were written (by the bundle
+    unpacker, into a private folder): such a file that is still a regular file of that size is
+    not read again; every other file is.
+    """
     files, excluded = _walk(root, frozenset(exclude))
+    hashed: list[BundleFile] = []
+    if known:
+        rest = []
+        for rel, p in files:
+            f = _known_file(p, rel, known.get(rel))
+            if f is None:
+                rest.append((rel, p))
+            else:
+                hashed.append(f)
+        files = rest
     workers = jobs or min(8, (os.cpu_count() or 1) * 2)
     if len(files) >= _PARALLEL_FROM and workers > 1:
         with ThreadPoolExecutor(max_workers=workers) as pool:
-            hashed = list(pool.map(lambda item: hash_file(item[1], item[0]), files,
-                                   chunksize=64))
+            hashed += pool.map(lambda item: hash_file(item[1], item[0]), files, chunksize=64)
     else:
-        hashed = [hash_file(p, rel) for rel, p in files]
+        hashed += [hash_file(p, rel) for rel, p in files]
     return {f.path: f for f in hashed}, tuple(excluded)
+
+
+def _known_file(path: Path, rel: str, known: tuple[int, str, str] | None) -> BundleFile | None:
+    if known is None:
+        return None
+    size, sha256, blob = known
+    st = os.lstat(path)
+    if not stat.S_ISREG(st.st_mode) or st.st_size != size:
+        return None
+    mode = MODE_EXEC if st.st_mode & stat.S_IXUSR else MODE_FILE
+    return BundleFile(path=rel, mode=mode, size=size, sha256=sha256, blob=blob)
 
 
 def tree_of_entries(entries: Iterable[tuple[str, str, str]]) -> str:
@@ -153,10 +179,11 @@ def _tree(node: dict[bytes, object]) -> str | None:
     return h.hexdigest()
 
 
-def hash_folder(root: Path, *, exclude: Iterable[str] = (".git",),
-                jobs: int | None = None) -> FolderHash:
-    """The git tree hash of ``root`` as ``git add -A && git write-tree`` would give it."""
-    manifest, excluded = manifest_of(root, exclude=exclude, jobs=jobs)
+def hash_folder(root: Path, *, exclude: Iterable[str] = (".git",), jobs: int | None = None,
+                known: Mapping[str, tuple[int, str, str]] | None = None) -> FolderHash:
+    """The git tree hash of ``root`` as ``git add -A && git write-tree`` would give it
+    (``known``: see :func:`manifest_of`)."""
+    manifest, excluded = manifest_of(root, exclude=exclude, jobs=jobs, known=known)
     tree = tree_of_entries((f.path, f.mode, f.blob) for f in manifest.values())
     return FolderHash(tree=tree, manifest=manifest, excluded=excluded)
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import bz2
 import gzip
+import hashlib
 import io
 import lzma
 import os
@@ -29,8 +30,8 @@ import stat
 import tarfile
 import tempfile
 import zipfile
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 from typing import IO
@@ -59,6 +60,9 @@ class Unpacked:
     bytes: int
     git_entries: tuple[str, ...]  # `.git` paths found in the bundle and not extracted
     archive_commit: str | None  # the commit `git archive` recorded, when it did
+    #: posix path -> (size, sha256, git blob sha1) of regular files, hashed as they were written
+    #: (so the tree hash need not read them again); files missing here are hashed from disk
+    digests: Mapping[str, tuple[int, str, str]] = field(default_factory=dict)
 
 
 class _Refused(Exception):
@@ -75,6 +79,10 @@ class _Writer:
         self.bytes = 0
         self.git_entries: list[str] = []
         self.regular: set[str] = set()
+        self.digests: dict[str, tuple[int, str, str]] = {}
+        #: folders (relative paths) already found or made as real directories: a folder stays one,
+        #: since nothing can be written over a directory and the writer deletes nothing
+        self.dirs: set[str] = {""}
 
     # -- names
     def target(self, name: str, *, is_dir: bool) -> str | None:
@@ -112,18 +120,27 @@ class _Writer:
 
     def _parent(self, rel: str) -> Path:
         """Create the parent folders of ``rel``; refuse to pass through a symlink or a file."""
+        head, _, leaf = rel.rpartition("/")
+        if head in self.dirs:  # checked before; the writer never removes or replaces anything
+            return self.root / rel
         folder = self.root
-        for part in rel.split("/")[:-1]:
+        done = ""
+        for part in head.split("/") if head else ():
             folder = folder / part
+            done = f"{done}/{part}" if done else part
+            if done in self.dirs:
+                continue
             try:
                 st = os.lstat(folder)
             except FileNotFoundError:
                 os.mkdir(folder, 0o755)
+                self.dirs.add(done)
                 continue
             if not stat.S_ISDIR(st.st_mode):
                 raise _Refused(f"entry {_show(rel)} would be written through "
                                f"{'a symlink' if stat.S_ISLNK(st.st_mode) else 'a file'}")
-        return folder / rel.rsplit("/", 1)[-1]
+            self.dirs.add(done)
+        return folder / leaf
 
     # -- entries
     def folder(self, rel: str) -> None:
@@ -132,11 +149,15 @@ class _Writer:
             st = os.lstat(path)
         except FileNotFoundError:
             os.mkdir(path, 0o755)
+            self.dirs.add(rel)
             return
         if not stat.S_ISDIR(st.st_mode):
             raise _Refused(f"entry {_show(rel)} is both a folder and a file or link")
+        self.dirs.add(rel)
 
-    def file(self, rel: str, stream: IO[bytes], executable: bool) -> None:
+    def file(self, rel: str, stream: IO[bytes], executable: bool, size: int | None = None) -> None:
+        """Write one regular file; ``size`` (as the archive declares it) lets the file be hashed
+        for git as it is written: the digests are kept only when exactly ``size`` bytes came."""
         self._count_entry()
         path = self._parent(rel)
         mode = 0o755 if executable else 0o644
@@ -145,6 +166,8 @@ class _Writer:
         except FileExistsError:
             raise _Refused(f"entry {_show(rel)} appears more than once") from None
         written = 0
+        sha256 = hashlib.sha256()
+        sha1 = hashlib.sha1(b"blob %d\0" % size) if size is not None else None
         with os.fdopen(fd, "wb") as out:
             while chunk := stream.read(_CHUNK):
                 written += len(chunk)
@@ -155,8 +178,13 @@ class _Writer:
                 if self.bytes > self.spec.max_bytes:
                     raise _Refused(f"more than max_bytes = {self.spec.max_bytes} bytes unpacked")
                 out.write(chunk)
+                sha256.update(chunk)
+                if sha1 is not None:
+                    sha1.update(chunk)
             os.fchmod(out.fileno(), mode)
         self.regular.add(rel)
+        if sha1 is not None and written == size:
+            self.digests[rel] = (written, sha256.hexdigest(), sha1.hexdigest())
 
     def symlink(self, rel: str, target: str) -> None:
         self._count_entry()
@@ -172,9 +200,9 @@ class _Writer:
             raise _Refused(f"hard link {_show(rel)} does not point at a regular file extracted "
                            f"before it")
         source = self.root / target_rel
-        executable = bool(os.lstat(source).st_mode & stat.S_IXUSR)
+        st = os.lstat(source)
         with open(source, "rb") as fh:
-            self.file(rel, fh, executable)
+            self.file(rel, fh, bool(st.st_mode & stat.S_IXUSR), st.st_size)
 
 
 def check_link_target(rel: str, target: str) -> None:
@@ -295,7 +323,7 @@ def _tar_member(tar: tarfile.TarFile, m: tarfile.TarInfo, w: _Writer) -> None:
                            f"{w.spec.max_file_bytes}")
         fh = tar.extractfile(m)
         assert fh is not None
-        w.file(rel, fh, bool(m.mode & stat.S_IXUSR))
+        w.file(rel, fh, bool(m.mode & stat.S_IXUSR), m.size)
 
 
 def _unpack_zip(path: Path, w: _Writer) -> str | None:
@@ -329,7 +357,7 @@ def _unpack_zip(path: Path, w: _Writer) -> str | None:
                         except UnicodeDecodeError:
                             raise _Refused(f"symlink {_show(rel)} target is not UTF-8") from None
                     else:
-                        w.file(rel, fh, bool(mode & stat.S_IXUSR))
+                        w.file(rel, fh, bool(mode & stat.S_IXUSR), info.file_size)
             except (zipfile.BadZipFile, RuntimeError, OSError, EOFError, lzma.LZMAError) as exc:
                 raise _Refused(f"entry {_show(info.filename)} cannot be read: {exc}") from None
         comment = zf.comment.decode("ascii", "replace").strip()
@@ -363,7 +391,7 @@ def _copy_folder(src: Path, w: _Writer) -> None:
             else:
                 fd = os.open(entry.path, os.O_RDONLY | os.O_NOFOLLOW)
                 with os.fdopen(fd, "rb") as fh:
-                    w.file(rel, fh, bool(st.st_mode & stat.S_IXUSR))
+                    w.file(rel, fh, bool(st.st_mode & stat.S_IXUSR), st.st_size)
 
 
 # ---------------------------------------------------------------- entry point
@@ -406,4 +434,5 @@ def unpack_bundle(spec: BundleSpec, workdir: Path) -> Unpacked:
         raise InputError(f"bundle {src} is empty: it holds no files{extra}",
                          hint="check [bundle] path and strip_components")
     return Unpacked(root=root, kind=kind, compression=compression, files=w.files, bytes=w.bytes,
-                    git_entries=tuple(w.git_entries), archive_commit=archive_commit)
+                    git_entries=tuple(w.git_entries), archive_commit=archive_commit,
+                    digests=dict(w.digests))

@@ -13,6 +13,7 @@ import os
 import re
 import sys
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -21,10 +22,8 @@ from auditor import __version__
 from auditor.errors import InputError
 from auditor.gitio import Git
 from auditor.model import STAGES, StageResult, StageStatus, Workspace, compute_verdict, status_for
-from auditor.sbom.cyclonedx_doc import SbomFacts, build_sbom
 from auditor.sbom.diffs import commit_diff
 from auditor.sbom.inputs import BuildInfo, DepsInfo, read_build, read_deps
-from auditor.sbom.intoto import ProvenanceFacts, build_provenance
 from auditor.spec import Spec
 from auditor.stage import Context, Stage
 from auditor.textsafe import redact
@@ -39,6 +38,11 @@ class SbomStage(Stage):
     wants = ("deps", "build")
 
     def run(self, ctx: Context) -> StageResult:
+        # imported here, not at the top: jsonschema (via cyclonedx) takes ~1.5 s to import, and the
+        # pipeline imports every stage module to read needs/wants even when [sbom] is left out
+        from auditor.sbom.cyclonedx_doc import SbomFacts, build_sbom
+        from auditor.sbom.intoto import ProvenanceFacts, build_provenance
+
         ws = ctx.workspace
         if ws is None:
             return StageResult(self.name, StageStatus.INCOMPLETE,
@@ -63,7 +67,10 @@ class SbomStage(Stage):
 
         git = Git(ws.patches_repo)
         with ctx.status(f"sbom: reading {len(ws.commits)} series diffs"):
-            diffs = {c.sha: commit_diff(git, c.sha) for c in ws.commits}
+            # one `git show` per commit; git runs in its own processes, so a small pool overlaps them
+            with ThreadPoolExecutor(max_workers=max(1, ctx.options.jobs)) as pool:
+                shown = pool.map(lambda sha: commit_diff(git, sha), [c.sha for c in ws.commits])
+                diffs = {d.sha: d for d in shown}
         manifest = manifest_digest(ws)
         reproducible = ctx.options.reproducible
         upstream_loc = _locator(spec, "upstream", spec.upstream.repo)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -105,34 +105,42 @@ def run_scan(ws: Workspace, scanners: Sequence[Scanner], config: ScanConfig, wor
                 baseline.append(ScanTarget(key=f"u:{path}", path=path, origin=Origin.UPSTREAM,
                                            sha256=r.sha256, family=r.family, text=r.text))
 
-    # attribution (blame the changed text files over threads) runs while the scanners do:
-    # git and the scanners are separate processes
+    # Attribution (blame over threads) is needed only where there are findings. While scanners
+    # run over cache misses, every changed text file is blamed alongside them (git and the
+    # scanners are separate processes, so it costs no wall time); when every result came from
+    # the cache, only the files with findings are blamed.
     to_blame = [t for t in bundle if t.path in changed]
-    progress(f"scan: attributing lines of {len(to_blame)} changed file(s)")
     blame_pool = ThreadPoolExecutor(max_workers=jobs)
+    pending: dict[str, Future[list[str | None]]] = {}
+
+    def blame(targets: Sequence[ScanTarget]) -> None:
+        fresh = [t for t in targets if t.path not in pending]
+        if fresh:
+            progress(f"scan: attributing lines of {len(fresh)} changed file(s)")
+        for t in fresh:
+            pending[t.path] = blame_pool.submit(
+                line_origins, ws, t.path, "\n".join(split_lines(t.text)).translate(_ODD_BREAKS))
+
     try:
-        pending = [blame_pool.submit(line_origins, ws, t.path,
-                                     "\n".join(split_lines(t.text)).translate(_ODD_BREAKS))
-                   for t in to_blame]
         tally = _Tally()
         versions: dict[str, str] = {}
         results = _run_scanners(scanners, bundle + baseline, config, workdir, tally, versions,
-                                progress)
-        blamed = [f.result() for f in pending]
+                                progress, before_scanning=lambda: blame(to_blame))
+
+        raw: dict[str, list[tuple[Scanner, RawFinding]]] = {}
+        for s in scanners:
+            run = results[s.name]
+            for key, err in run.errors.items():
+                if key.startswith("b:"):
+                    not_checked.setdefault(key[2:], []).append(err.reason)
+            for key, found in run.findings.items():
+                ordered = sorted(found, key=lambda f: (f.line, f.end_line, f.rule, f.message))
+                raw.setdefault(key, []).extend((s, f) for f in ordered)
+
+        blame([t for t in to_blame if raw.get(t.key)])
+        origins = {path: f.result() for path, f in pending.items()}
     finally:
         blame_pool.shutdown(wait=True)
-
-    raw: dict[str, list[tuple[Scanner, RawFinding]]] = {}
-    for s in scanners:
-        run = results[s.name]
-        for key, err in run.errors.items():
-            if key.startswith("b:"):
-                not_checked.setdefault(key[2:], []).append(err.reason)
-        for key, found in run.findings.items():
-            ordered = sorted(found, key=lambda f: (f.line, f.end_line, f.rule, f.message))
-            raw.setdefault(key, []).extend((s, f) for f in ordered)
-
-    origins = {t.path: o for t, o in zip(to_blame, blamed, strict=True)}
 
     upstream_prints: dict[str, set[str]] = {}
     for t in baseline:
@@ -202,7 +210,8 @@ def _read(root: Path, path: str) -> ReadResult:
 
 def _run_scanners(scanners: Sequence[Scanner], targets: Sequence[ScanTarget],
                   config: ScanConfig, workdir: Path, tally: _Tally, versions: dict[str, str],
-                  progress: Callable[[str], None]) -> dict[str, ScannerRun]:
+                  progress: Callable[[str], None],
+                  before_scanning: Callable[[], None] = lambda: None) -> dict[str, ScannerRun]:
     """Each scanner over the targets it accepts: cached results, then one run over the misses."""
     cache = ResultCache(config.cache_dir) if config.cache_dir is not None else None
     done: dict[str, ScannerRun] = {}
@@ -253,6 +262,8 @@ def _run_scanners(scanners: Sequence[Scanner], targets: Sequence[ScanTarget],
         return run
 
     names = sorted(pending, key=lambda n: [s.name for s in scanners].index(n))
+    if names:
+        before_scanning()
     with ThreadPoolExecutor(max_workers=max(1, len(names))) as pool:
         fresh = dict(zip(names, pool.map(work, names), strict=True))
     for name, run in fresh.items():

@@ -114,7 +114,7 @@ class SemgrepScanner(Scanner):
             targets = sorted({t.split("/", 1)[0] for t in staged})
         argv = [
             self.exe, "scan", "--json", "--metrics=off", "--disable-version-check",
-            "--config", str(self.rules_dir), "--no-rewrite-rule-ids", "--disable-nosem",
+            "--config", str(self._config(root)), "--no-rewrite-rule-ids", "--disable-nosem",
             "--x-ignore-semgrepignore-files", "--no-git-ignore", "--max-target-bytes=0",
             f"--timeout={self.rule_timeout}", f"--jobs={self.jobs}", *targets,
         ]
@@ -135,6 +135,18 @@ class SemgrepScanner(Scanner):
             return ScannerRun(findings={}, errors={**run.errors, **errors})
         parsed = self._parse(doc, staged)
         return ScannerRun(findings=parsed.findings, errors={**parsed.errors, **errors})
+
+    def _config(self, root: Path) -> Path:
+        """The rules as one JSON file when that is exact (semgrep loads it ~2 s faster than the
+        folder of YAML files; see :func:`~auditor.scan.rules.combined_rules_json`), else the
+        folder."""
+        combined = rules_mod.combined_rules_json(self.rules_dir)
+        if combined is None:
+            return self.rules_dir
+        root.mkdir(parents=True, exist_ok=True)
+        path = root / "rules.json"
+        path.write_text(combined, encoding="utf-8")
+        return path
 
     def _parse(self, doc: Mapping[str, Any], staged: Mapping[str, ScanTarget]) -> ScannerRun:
         by_rel = {posixpath.normpath(k): v for k, v in staged.items()}
