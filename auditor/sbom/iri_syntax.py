@@ -37,6 +37,7 @@ def install() -> None:
     module = types.ModuleType(REAL, __doc__)
     module.__path__ = [str(folder)]  # real submodules stay importable
     module.__file__ = __file__
+    module.__spec__ = spec  # importlib.util.find_spec() keeps working for this name
     parser = cache(lambda: _parser(folder / _GRAMMAR))
 
     def parse(term: str, value: str) -> Any:
