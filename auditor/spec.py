@@ -17,7 +17,8 @@ from typing import Any
 from auditor.errors import SpecError
 from auditor.model import Scope
 
-POLICIES_DIR = Path(__file__).resolve().parent.parent / "policies"
+# the auditor/policies symlink points at the top-level policies/ in a checkout; a wheel holds a copy
+POLICIES_DIR = (Path(__file__).resolve().parent / "policies").resolve()
 ENGINES_DIR = POLICIES_DIR / "engines"
 SHA_RE = re.compile(r"^[0-9a-f]{40}$")
 
