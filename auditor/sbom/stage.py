@@ -8,7 +8,6 @@ audit directory. :func:`export_sbom` copies the SBOM to where ``auditor sbom -o 
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import sys
@@ -19,9 +18,11 @@ from pathlib import Path
 from typing import Any
 
 from auditor import __version__
+from auditor.build.wheel import sha256_file
 from auditor.errors import InputError
 from auditor.gitio import Git
 from auditor.model import STAGES, StageResult, StageStatus, Workspace, compute_verdict, status_for
+from auditor.provenance.treehash import manifest_digest
 from auditor.sbom.diffs import commit_diff
 from auditor.sbom.inputs import BuildInfo, DepsInfo, read_build, read_deps
 from auditor.spec import Spec
@@ -71,7 +72,7 @@ class SbomStage(Stage):
             with ThreadPoolExecutor(max_workers=max(1, ctx.options.jobs)) as pool:
                 shown = pool.map(lambda sha: commit_diff(git, sha), [c.sha for c in ws.commits])
                 diffs = {d.sha: d for d in shown}
-        manifest = manifest_digest(ws)
+        manifest = manifest_digest(ws.manifest)  # the same digest verify reports
         reproducible = ctx.options.reproducible
         upstream_loc = _locator(spec, "upstream", spec.upstream.repo)
         statuses = {name: ctx.results[name].status.value for name in STAGES
@@ -153,23 +154,6 @@ def _check_wheel(out_dir: Path, build: BuildInfo) -> tuple[str | None, str | Non
 
 
 # ---------------------------------------------------------------- helpers
-
-
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
-def manifest_digest(ws: Workspace) -> str:
-    """sha256 over ``<mode> <sha256> <path>\\0`` for every bundle file, in path order."""
-    h = hashlib.sha256()
-    for path in sorted(ws.manifest):
-        f = ws.manifest[path]
-        h.update(f"{f.mode} {f.sha256} {path}\0".encode())
-    return h.hexdigest()
 
 
 def document_time(ws: Workspace, build: BuildInfo) -> datetime:

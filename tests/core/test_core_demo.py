@@ -46,6 +46,8 @@ def test_demo_audit_directory_is_complete(demo) -> None:
     sbom = json.loads((audit_dir / "sbom.cdx.json").read_text())
     pedigree = sbom["metadata"]["component"]["pedigree"]
     assert [c["uid"] for c in pedigree["commits"]] == series
+    props = {p["name"]: p["value"] for p in sbom["metadata"]["component"]["properties"]}
+    assert props["auditor:bundle:manifest-sha256"] == stages["verify"]["manifest_digest"]
 
 
 def test_demo_hostile_commits_found_benign_clean(demo) -> None:

@@ -19,10 +19,11 @@ from auditor import __version__
 from auditor.errors import InputError, ToolError
 from auditor.gitio import Git
 from auditor.model import StageResult, StageStatus
+from auditor.provenance.treehash import manifest_digest
 from auditor.sbom import cyclonedx_doc
 from auditor.sbom.cyclonedx_doc import validate_cyclonedx
 from auditor.sbom.diffs import commit_diff
-from auditor.sbom.stage import SbomStage, export_sbom, manifest_digest
+from auditor.sbom.stage import SbomStage, export_sbom
 
 GOLDEN = Path(__file__).parent / "golden"
 VALIDATOR = make_schemabased_validator(OutputFormat.JSON, SchemaVersion.V1_6)
@@ -200,7 +201,7 @@ def test_sbom_of_a_bundle_with_no_build(case, monkeypatch):
     doc = assert_valid((ctx.out_dir / "sbom.cdx.json").read_text())
     comp = doc["metadata"]["component"]
     assert (comp["name"], comp["version"]) == ("engine", "1.0.0") and "purl" not in comp
-    assert comp["hashes"] == [{"alg": "SHA-256", "content": manifest_digest(ctx.workspace)}]
+    assert comp["hashes"] == [{"alg": "SHA-256", "content": manifest_digest(ctx.workspace.manifest)}]
     props = {p["name"]: p["value"] for p in comp["properties"]}
     assert props["auditor:built"] == "false" and "no artifact was built" in props["auditor:note"]
     assert props["auditor:build:status"] == "not-requested"

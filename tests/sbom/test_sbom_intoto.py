@@ -10,6 +10,7 @@ import pytest
 from sbom_case import context, new_case
 
 from auditor.errors import ToolError
+from auditor.provenance.treehash import manifest_digest
 from auditor.sbom.intoto import (
     BUILD_TYPE,
     PREDICATE_TYPE,
@@ -17,7 +18,7 @@ from auditor.sbom.intoto import (
     STATEMENT_TYPE,
     validate_statement,
 )
-from auditor.sbom.stage import SbomStage, manifest_digest
+from auditor.sbom.stage import SbomStage
 
 
 @pytest.fixture(scope="module")
@@ -65,7 +66,7 @@ def test_build_definition(run):
     official = [d for d in deps if d.get("uri") == "pkg:pypi/engine@1.0.0"]
     assert official and official[0]["digest"] == {"sha256": "cd" * 32}
     bundle = next(d for d in deps if d["name"] == "bundle")
-    assert bundle["digest"]["sha256"] == manifest_digest(ctx.workspace)
+    assert bundle["digest"]["sha256"] == manifest_digest(ctx.workspace.manifest)
     tools = {d["name"]: d for d in deps if d["name"].startswith("toolchain:")}
     assert tools["toolchain:nvcc"]["annotations"] == {"version": "13.0.48"}
 
