@@ -27,7 +27,7 @@ from auditor.scan.interface import (
     all_failed,
 )
 from auditor.scan.staging import stage
-from auditor.scan.tools import find_tool, sealed_env, tool_version
+from auditor.scan.tools import ExternalTool, sealed_env
 from auditor.textsafe import redact
 
 #: bandit test id -> (category, name); the tests we run, every other test stays off.
@@ -62,21 +62,11 @@ _SEVERITY = {"HIGH": Severity.HIGH, "MEDIUM": Severity.MEDIUM, "LOW": Severity.L
 _LASTING = ("syntax error", "exception while scanning")
 
 
-class BanditScanner(Scanner):
+class BanditScanner(ExternalTool, Scanner):
     name = "bandit"
 
     def __init__(self, *, timeout: int = 600) -> None:
         self.timeout = timeout
-        self._exe: str | None = None
-
-    @property
-    def exe(self) -> str:
-        if self._exe is None:
-            self._exe = find_tool("bandit")
-        return self._exe
-
-    def version(self) -> str:
-        return tool_version(self.exe)
 
     def options_key(self) -> str:
         return hashlib.sha256(json.dumps([sorted(TESTS), "--ignore-nosec"]).encode()).hexdigest()

@@ -31,7 +31,7 @@ from auditor.scan.interface import (
     all_failed,
 )
 from auditor.scan.staging import stage
-from auditor.scan.tools import find_tool, sealed_env, tool_version
+from auditor.scan.tools import ExternalTool, sealed_env
 from auditor.textsafe import redact
 
 # semgrep error types that depend on the file and the rules only (worth caching)
@@ -51,7 +51,7 @@ def _cuda_shim() -> tuple[Any, str]:
     return cuda.cuda_to_cpp, hashlib.sha256(src).hexdigest()[:16]
 
 
-class SemgrepScanner(Scanner):
+class SemgrepScanner(ExternalTool, Scanner):
     name = "semgrep"
 
     def __init__(self, rules_dir: Path | None = None, *, timeout: int = 600, jobs: int = 1,
@@ -65,16 +65,6 @@ class SemgrepScanner(Scanner):
         self.jobs = max(1, jobs)
         self.rule_timeout = rule_timeout
         self._shim, self._shim_digest = _cuda_shim()
-        self._exe: str | None = None
-
-    @property
-    def exe(self) -> str:
-        if self._exe is None:
-            self._exe = find_tool("semgrep")
-        return self._exe
-
-    def version(self) -> str:
-        return tool_version(self.exe)
 
     def options_key(self) -> str:
         flags = ["--disable-nosem", "--max-target-bytes=0", f"--timeout={self.rule_timeout}"]

@@ -13,6 +13,7 @@ import shutil
 import sys
 import tempfile
 from pathlib import Path
+from typing import ClassVar
 
 from auditor import gitio
 from auditor.errors import ToolError, ToolMissing
@@ -73,3 +74,19 @@ def tool_version(exe: str) -> str:
                             stderr=res.stderr)
         _VERSIONS[stamp] = version
     return _VERSIONS[stamp]
+
+
+class ExternalTool:
+    """Mixin for a scanner backed by a program of the same name: found on first use, versioned."""
+
+    name: ClassVar[str]
+    _exe: str | None = None
+
+    @property
+    def exe(self) -> str:
+        if self._exe is None:
+            self._exe = find_tool(self.name)
+        return self._exe
+
+    def version(self) -> str:
+        return tool_version(self.exe)
