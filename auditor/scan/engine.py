@@ -97,9 +97,7 @@ def run_scan(ws: Workspace, scanners: Sequence[Scanner], config: ScanConfig, wor
     if config.scope is Scope.FULL:
         want = {t.path: upstream[t.path] for t in bundle if t.path in changed and t.path in upstream}
         blobs = read_blobs(ws, list(want.values()))
-        for path, sha in sorted(want.items()):
-            if sha not in blobs:
-                continue
+        for path, sha in sorted(want.items()):  # read_blobs raises on a missing object
             r = classify(path, blobs[sha])
             if r.text is not None:
                 baseline.append(ScanTarget(key=f"u:{path}", path=path, origin=Origin.UPSTREAM,
