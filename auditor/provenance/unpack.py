@@ -30,7 +30,7 @@ import stat
 import tarfile
 import tempfile
 import zipfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -128,32 +128,27 @@ class _Writer:
         for part in head.split("/") if head else ():
             folder = folder / part
             done = f"{done}/{part}" if done else part
-            if done in self.dirs:
-                continue
-            try:
-                st = os.lstat(folder)
-            except FileNotFoundError:
-                os.mkdir(folder, 0o755)
-                self.dirs.add(done)
-                continue
-            if not stat.S_ISDIR(st.st_mode):
-                raise _Refused(f"entry {_show(rel)} would be written through "
-                               f"{'a symlink' if stat.S_ISLNK(st.st_mode) else 'a file'}")
-            self.dirs.add(done)
+            if done not in self.dirs:
+                self._ensure_dir(folder, done, lambda st: (
+                    f"entry {_show(rel)} would be written through "
+                    f"{'a symlink' if stat.S_ISLNK(st.st_mode) else 'a file'}"))
         return folder / leaf
 
-    # -- entries
-    def folder(self, rel: str) -> None:
-        path = self._parent(rel)
+    def _ensure_dir(self, path: Path, rel: str, refusal: Callable[[os.stat_result], str]) -> None:
+        """Make ``path`` a folder (new, or already a real folder), never one reached by a link."""
         try:
             st = os.lstat(path)
         except FileNotFoundError:
             os.mkdir(path, 0o755)
-            self.dirs.add(rel)
-            return
-        if not stat.S_ISDIR(st.st_mode):
-            raise _Refused(f"entry {_show(rel)} is both a folder and a file or link")
+        else:
+            if not stat.S_ISDIR(st.st_mode):
+                raise _Refused(refusal(st))
         self.dirs.add(rel)
+
+    # -- entries
+    def folder(self, rel: str) -> None:
+        self._ensure_dir(self._parent(rel), rel,
+                         lambda st: f"entry {_show(rel)} is both a folder and a file or link")
 
     def file(self, rel: str, stream: IO[bytes], executable: bool, size: int | None = None) -> None:
         """Write one regular file; ``size`` (as the archive declares it) lets the file be hashed
