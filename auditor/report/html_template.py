@@ -108,6 +108,7 @@ TEMPLATE = """<!DOCTYPE html>
 <li>{{ r|t }}</li>
 {% endfor %}
 </ul>
+{% if v.review %}<p id="review-coverage"><strong>Review coverage:</strong> {{ v.review|t }}</p>{% endif %}
 </header>
 
 <section id="not-checked">

@@ -104,6 +104,8 @@ def render_view(v: ReportView, *, heading: str = "#") -> str:
         out.append("")
     out += [f"- {md(r)}" for r in v.reasons]
     out.append("")
+    if v.review:
+        out += [f"**Review coverage:** {md(v.review)}", ""]
 
     out.append(f"{h2} Not checked")
     out.append("")

@@ -28,7 +28,7 @@ import tempfile
 import tomllib
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
@@ -103,6 +103,11 @@ def toml_string(value: str) -> str:
             out.append(ch)
     out.append('"')
     return "".join(out)
+
+
+def _scalars(text: str) -> str:
+    """Lone surrogates (undecodable argv bytes) become U+FFFD: TOML holds Unicode scalars only."""
+    return re.sub("[\ud800-\udfff]", "\ufffd", text)
 
 
 def now_utc() -> str:
@@ -235,6 +240,7 @@ def _locked(target: Path) -> Iterator[None]:
 def append_signoffs(location: Path, reviewer: str, new: Sequence[SignOff]) -> Path:
     """Append ``new`` to the reviewer's reviews file; the old bytes stay exactly as they were."""
     target = target_for(location, reviewer)
+    new = [replace(s, note=_scalars(s.note), path=_scalars(s.path)) for s in new]
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
