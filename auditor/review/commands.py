@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import shutil
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +20,13 @@ from auditor.errors import InputError, SpecError
 from auditor.model import StageStatus
 from auditor.review.coverage import Coverage, compute, refs_of
 from auditor.review.hunks import Hunk
-from auditor.review.packets import Findings, attach_findings, write_packets
+from auditor.review.packets import (
+    SHORT,
+    Findings,
+    attach_findings,
+    unchecked_paths,
+    write_packets,
+)
 from auditor.review.plan import Plan, check_reviewer, make_plan, reviewer_names
 from auditor.review.series import ReviewSeries, series_of_spec
 from auditor.review.signoffs import (
@@ -59,10 +65,15 @@ def scan_findings(spec: Spec, options: Options, series: ReviewSeries) -> Finding
            f"{', '.join(f'{k} {v}' for k, v in dict(scanners).items()) or 'none'}); " \
            f"{len(result.findings)} finding(s) in all"
     if result.status is StageStatus.INCOMPLETE:
-        what += "; INCOMPLETE, not checked: " + "; ".join(result.not_checked[:5])
+        what += f"; INCOMPLETE: {len(result.not_checked)} thing(s) not checked"
+        marked = unchecked_paths(series.hunks, result.not_checked)
+        rest = [x for x in result.not_checked if not any(x.startswith(p + ": ") for p in marked)]
+        what += (" (marked on the hunks)" if marked else "") + "".join(
+            f"; {x[:SHORT]}" for x in rest[:3])
     elif result.status is StageStatus.FAILED:
-        what += "; the scan's stage failed: " + "; ".join(result.reasons[:5])
-    return attach_findings(series.hunks, result.findings, what)
+        what += "; the scan's stage failed: " + "; ".join(r[:SHORT] for r in result.reasons[:3])
+    found = attach_findings(series.hunks, result.findings, what)
+    return replace(found, unchecked=unchecked_paths(series.hunks, result.not_checked))
 
 
 def plan(spec: Spec, reviewers: Sequence[str], out: Path | None, *, scan: bool,

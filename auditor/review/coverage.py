@@ -178,7 +178,7 @@ def summary_line(c: Coverage) -> str:
     for name, a in c.by_area().items():
         n = a["hunks_unreviewed"]
         if n:
-            parts.append(f"{n} hunk{'s' if n != 1 else ''} in {name} ({a['title']})")
+            parts.append(f"{n} hunk{'s' if n != 1 else ''} in {name}")
     if parts:
         text += "; unreviewed: " + ", ".join(parts)
     elif c.hunks:

@@ -13,7 +13,7 @@ import html
 import json
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from auditor.model import Finding
@@ -24,6 +24,7 @@ from auditor.review.plan import Packet, Plan
 from auditor.textsafe import html_safe, redact, terminal_safe
 
 _BACKTICKS = re.compile(r"`+")
+SHORT = 200  # characters of a not-checked reason shown on a hunk
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,17 @@ class Findings:
 
     by_hunk: Mapping[str, tuple[Finding, ...]]
     source: str  # one line for the packet: what scan ran, or that none did
+    unchecked: Mapping[str, str] = field(default_factory=dict)  # path -> why the scan could not
+
+
+def unchecked_paths(hunks: Sequence[Hunk], not_checked: Sequence[str]) -> dict[str, str]:
+    """The scan's "path: reason" lines, for the paths of ``hunks``."""
+    out: dict[str, str] = {}
+    for h in hunks:
+        for line in not_checked:
+            if line.startswith(h.path + ": "):
+                out[h.path] = line[len(h.path) + 2:][:SHORT]
+    return out
 
 
 def attach_findings(hunks: Sequence[Hunk], findings: Sequence[Finding], source: str) -> Findings:
@@ -142,10 +154,12 @@ def packet_markdown(plan: Plan, p: Packet, findings: Findings, spec_name: str) -
             out.append(f"Commit {md_code(h.commit[:12])} {md(_commit_line(plan, h))} · "
                        f"+{h.added} −{h.removed}")
             out.append("")
+            if h.path in findings.unchecked:
+                out.append(f"- ⚠️ **not checked by the scan**: {md(findings.unchecked[h.path])}")
             for f in findings.by_hunk.get(h.digest, ()):
                 out.append(f"- **{md(f.action.value)}** {md(f.rule)} ({md(f.severity.value)}) "
                            f"line {f.line}: {md(f.message)}")
-            if findings.by_hunk.get(h.digest):
+            if findings.by_hunk.get(h.digest) or h.path in findings.unchecked:
                 out.append("")
             body = _body(h)
             marker = fence(body)
@@ -199,6 +213,9 @@ def packet_html(plan: Plan, p: Packet, findings: Findings, spec_name: str) -> st
             out.append(f'<p class="muted">Commit <code>{_h(h.commit[:12])}</code> '
                        f"{_h(_commit_line(plan, h))} · +{h.added} −{h.removed}</p>")
             mine = findings.by_hunk.get(h.digest, ())
+            if h.path in findings.unchecked:
+                out.append(f'<p class="warn">not checked by the scan: '
+                           f"{_h(findings.unchecked[h.path])}</p>")
             if mine:
                 out.append("<ul>" + "".join(
                     f'<li class="f-{_h(f.action.value)}">{_h(f.action.value)} {_h(f.rule)} '
