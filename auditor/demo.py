@@ -160,8 +160,9 @@ def prepare(root: Path) -> Path:
     write_osv_snapshot(root)
     from auditor.review.demo import write_demo_reviews
 
-    write_demo_reviews(root, root / "mirrors" / "community.git",
-                       [str(c) for c in example["commits"]])  # type: ignore[attr-defined]
+    commits = example["commits"]
+    assert isinstance(commits, list)
+    write_demo_reviews(root, root / "mirrors" / "community.git", [str(c) for c in commits])
     recipe = None
     try:
         from auditor.build.demo import make_official_wheel_and_recipe

@@ -96,6 +96,7 @@ class Stage(ABC):
 
     def check_inputs(self, spec: Spec) -> None:
         """Raise an AuditError (exit 2) for an unusable input before any stage runs."""
+        return None
 
     @abstractmethod
     def run(self, ctx: Context) -> StageResult:

@@ -27,7 +27,7 @@ from auditor.review.packets import (
     unchecked_paths,
     write_packets,
 )
-from auditor.review.plan import Plan, check_reviewer, make_plan, reviewer_names
+from auditor.review.plan import Plan, check_reviewer, make_plan
 from auditor.review.series import ReviewSeries, series_of_spec
 from auditor.review.signoffs import (
     ReviewVerdict,

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from auditor.review.areas import ReviewArea
-from auditor.review.signoffs import ReviewVerdict, SignOff
 from auditor.review.series import ReviewSeries
+from auditor.review.signoffs import ReviewVerdict, SignOff
 
 UNREVIEWED_MAX = 2000  # ids listed in the JSON; totals are always given
 
@@ -76,7 +76,7 @@ class Coverage:
         return sum(h.lines for h in self.hunks if h.digest in self.by_digest)
 
     def with_verdict(self, verdict: ReviewVerdict) -> list[tuple[SignOff, HunkRef]]:
-        first = {}
+        first: dict[str, HunkRef] = {}
         for h in self.hunks:
             first.setdefault(h.digest, h)
         return [(s, first[s.digest]) for s in self.counted if s.verdict is verdict]

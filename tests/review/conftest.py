@@ -6,7 +6,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from support import GitRepo, export_tree, write_spec
 
 FORK = "Fork Author <fork@community.example>"

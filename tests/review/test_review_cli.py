@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
+from support import write_spec
 from typer.testing import CliRunner
 
 from auditor.cli import app
-from support import write_spec
 
 FORK = "Fork Author <fork@community.example>"
 

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from support import GitRepo
+
 from auditor.gitio import Git
 from auditor.review.hunks import HunkKind, series_hunks
-from support import GitRepo
 
 FORK = "Fork Author <fork@community.example>"
 BASE = "".join(f"line {i}\n" for i in range(1, 61))
