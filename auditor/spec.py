@@ -117,6 +117,7 @@ class ServiceSpec:
 class ReviewSpec:
     file: Path  # a TOML file of sign-offs, or a folder of them (one file per reviewer)
     required: bool  # unreviewed changed lines are a REVIEW reason
+    folder: bool = False  # the file is a folder of <reviewer>.toml files (it ends with "/")
 
 
 @dataclass(frozen=True)
@@ -407,7 +408,8 @@ def load_spec(path: str | Path) -> Spec:
     if t is not None:
         review = ReviewSpec(file=t.path("file", root, must_exist=False,
                                         default=root / "reviews.toml"),
-                            required=t.flag("required", False))
+                            required=t.flag("required", False),
+                            folder=str(t.data.get("file", "")).endswith("/"))
         t.finish()
 
     return Spec(path=file, root=root, engine=engine, upstream=upstream, patches=patches,

@@ -171,6 +171,9 @@ class ReportView:
 
 def build_view(audit: AuditResult) -> ReportView:
     stages = {name: audit.stages.get(name, StageResult.not_requested(name)) for name in STAGES}
+    review = stages.pop("review")  # human review is optional: listed only when the spec asks
+    if review.status is not StageStatus.NOT_REQUESTED:
+        stages["review"] = review
     findings = tuple(clean_finding(f) for f in audit.findings)
     lines = tuple(_stage_line(st, [clean_finding(f) for f in st.findings])
                   for st in stages.values())
@@ -210,8 +213,8 @@ def build_view(audit: AuditResult) -> ReportView:
         unit=_details(stages["unit"]),
         tool=f"{as_text(audit.tool.get('name')) or 'auditor'} {as_text(audit.tool.get('version'))}"
              .strip(),
-        review=(redact(_review_summary(stages["review"].details))
-                if stages["review"].status is StageStatus.OK else None),
+        review=(redact(_review_summary(review.details))
+                if review.status is StageStatus.OK else None),
     )
 
 

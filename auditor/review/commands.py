@@ -140,7 +140,7 @@ def sign(spec: Spec, reviewer: str, hunk_ids: Sequence[str], all_of: str | None,
          verdict: ReviewVerdict, note: str, plan_file: Path | None) -> Signed:
     rs = review_spec(spec)
     check_reviewer(reviewer)
-    load_signoffs(rs.file)  # a bad reviews file: exit 2 before anything
+    load_signoffs(rs.file, folder=rs.folder)  # a bad reviews file: exit 2 before anything
     if bool(hunk_ids) == bool(all_of):
         raise InputError("give --hunk ID (repeatable) or --all-of NAME")
     series = series_of_spec(spec)
@@ -161,7 +161,7 @@ def sign(spec: Spec, reviewer: str, hunk_ids: Sequence[str], all_of: str | None,
                         date=date, path=h.path, note=note) for h in unique)
     if not new:
         raise InputError("nothing to sign: no hunk of that packet is in the series any more")
-    file = append_signoffs(rs.file, reviewer, new)
+    file = append_signoffs(rs.file, reviewer, new, folder=rs.folder)
     return Signed(file, new, tuple(skipped))
 
 
@@ -170,7 +170,7 @@ def sign(spec: Spec, reviewer: str, hunk_ids: Sequence[str], all_of: str | None,
 
 def status(spec: Spec) -> tuple[Coverage, ReviewSeries]:
     rs = review_spec(spec)
-    signoffs = load_signoffs(rs.file)
+    signoffs = load_signoffs(rs.file, folder=rs.folder)
     series = series_of_spec(spec)
     return compute(refs_of(series), series.areas, signoffs), series
 

@@ -120,21 +120,22 @@ def now_utc() -> str:
 # ---------------------------------------------------------------- reading
 
 
-def is_folder(location: Path) -> bool:
-    return location.is_dir() or str(location).endswith(("/", os.sep))
+def is_folder(location: Path, folder: bool = False) -> bool:
+    """Folder mode: ``[review] file`` names an existing folder, or ends with ``/``."""
+    return folder or location.is_dir()
 
 
-def files_of(location: Path) -> list[Path]:
-    if is_folder(location):
+def files_of(location: Path, folder: bool = False) -> list[Path]:
+    if is_folder(location, folder):
         return sorted(location.glob("*.toml")) if location.is_dir() else []
     return [location] if location.exists() else []
 
 
-def load_signoffs(location: Path) -> tuple[SignOff, ...]:
+def load_signoffs(location: Path, *, folder: bool = False) -> tuple[SignOff, ...]:
     """Every sign-off of the reviews file or folder, in file order (none when it does not exist)."""
     out: list[SignOff] = []
-    folder = is_folder(location)
-    for file in files_of(location):
+    folder = is_folder(location, folder)
+    for file in files_of(location, folder):
         owner = file.stem if folder else None
         if owner is not None and not NAME_RE.fullmatch(owner):
             raise SpecError("a reviews folder holds <reviewer>.toml files; this name is not a "
@@ -220,9 +221,9 @@ def _entry(e: Any, file: Path, key: str, owner: str | None) -> SignOff:
 # ---------------------------------------------------------------- appending
 
 
-def target_for(location: Path, reviewer: str) -> Path:
+def target_for(location: Path, reviewer: str, folder: bool = False) -> Path:
     """The file a reviewer's new sign-offs go to: the reviews file, or ``<folder>/<name>.toml``."""
-    return location / f"{reviewer}.toml" if is_folder(location) else location
+    return location / f"{reviewer}.toml" if is_folder(location, folder) else location
 
 
 @contextmanager
@@ -237,9 +238,11 @@ def _locked(target: Path) -> Iterator[None]:
         os.close(fd)
 
 
-def append_signoffs(location: Path, reviewer: str, new: Sequence[SignOff]) -> Path:
+def append_signoffs(location: Path, reviewer: str, new: Sequence[SignOff], *,
+                    folder: bool = False) -> Path:
     """Append ``new`` to the reviewer's reviews file; the old bytes stay exactly as they were."""
-    target = target_for(location, reviewer)
+    folder = is_folder(location, folder)
+    target = target_for(location, reviewer, folder)
     new = [replace(s, note=_scalars(s.note), path=_scalars(s.path)) for s in new]
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -248,7 +251,7 @@ def append_signoffs(location: Path, reviewer: str, new: Sequence[SignOff]) -> Pa
                         file=str(target.parent)) from None
     with _locked(target):
         old = _read(target) if target.exists() else b""
-        owner = reviewer if is_folder(location) else None
+        owner = reviewer if folder else None
         before = parse_reviews(old, target, owner)  # a bad file is reported, never rewritten
         block = "".join("\n" + s.to_toml() for s in new).encode("utf-8")
         if old and not old.endswith(b"\n"):

@@ -31,6 +31,7 @@ from auditor.review.series import series_of_workspace
 from auditor.review.signoffs import ReviewVerdict, SignOff, load_signoffs
 from auditor.spec import Spec
 from auditor.stage import Context, Stage
+from auditor.textsafe import redact
 
 IDS_IN_MESSAGE = 8
 
@@ -45,7 +46,7 @@ class ReviewStage(Stage):
     def check_inputs(self, spec: Spec) -> None:
         """A bad reviews file stops the audit before any stage runs (exit 2)."""
         if spec.review is not None:
-            load_signoffs(spec.review.file)
+            load_signoffs(spec.review.file, folder=spec.review.folder)
 
     def run(self, ctx: Context) -> StageResult:
         spec = ctx.spec
@@ -53,7 +54,7 @@ class ReviewStage(Stage):
         ws = ctx.workspace
         if ws is None:
             raise InputError("the review stage needs the verified workspace of the verify stage")
-        signoffs = load_signoffs(spec.review.file)
+        signoffs = load_signoffs(spec.review.file, folder=spec.review.folder)
         ctx.progress("review: reading the series' hunks")
         series = series_of_workspace(ws, spec.profile.review_areas)
         cov = compute(refs_of(series), series.areas, signoffs)
@@ -64,7 +65,8 @@ def review_result(cov: Coverage, *, required: bool, file: str) -> StageResult:
     details: dict[str, Any] = {"required": required, "file": file, **cov.to_json(),
                                "areas": [a.to_json() for a in cov.areas],
                                "hunks": [h.to_json() for h in cov.hunks],
-                               "signoffs": [s.to_json() for s in cov.counted]}
+                               "signoffs": [s.to_json() | {"note": redact(s.note)}
+                                            for s in cov.counted]}
     return StageResult("review", StageStatus.OK, details=details,
                        findings=tuple(review_findings(cov, required)))
 
