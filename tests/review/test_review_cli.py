@@ -63,6 +63,8 @@ def test_plan_sign_status_end_to_end(case: dict[str, Any]) -> None:
     assert st["concerns"][0]["hunk"] == one and st["concerns"][0]["note"] == "why \x1b[31m<b>"
     assert set(st["by_area"]) == areas
     assert one not in st["hunks_unreviewed"]
+    code, _, err = cli("review", "status", str(case["spec"]))
+    assert code == 0 and "<b>" in err and "\x1b" not in err  # the note is shown, escaped
 
     code, _, err = cli("review", "sign", str(case["spec"]), "--reviewer", "bo", "--hunk",
                        "deadbeefdeadbeef")
