@@ -102,10 +102,10 @@ def render_view(v: ReportView, *, heading: str = "#") -> str:
     if v.title:
         out.append(md(v.title) + (f" · {md(v.tool)}" if v.tool else ""))
         out.append("")
-    out += [f"- {md(r)}" for r in v.reasons]
-    out.append("")
     if v.review:
         out += [f"**Review coverage:** {md(v.review)}", ""]
+    out += [f"- {md(r)}" for r in v.reasons]
+    out.append("")
 
     out.append(f"{h2} Not checked")
     out.append("")
