@@ -17,6 +17,7 @@ from auditor.scan.bandit import BanditScanner
 from auditor.scan.builtin import BuiltinScanner
 from auditor.scan.engine import ScanConfig, run_scan
 from auditor.scan.interface import Scanner
+from auditor.scan.pycoding import CodingScanner
 from auditor.scan.semgrep import SemgrepScanner
 from auditor.spec import Spec
 from auditor.stage import Context, Stage
@@ -29,6 +30,7 @@ def default_scanners(spec: Spec, *, jobs: int, rules_dir: Path | None = None) ->
         SemgrepScanner(rules_dir, timeout=timeout, jobs=jobs),
         BuiltinScanner(spec.profile.request_logging_flags, spec.profile.telemetry_env),
         BanditScanner(timeout=timeout),
+        CodingScanner(),
     ]
 
 
