@@ -60,9 +60,10 @@ class ResultCache:
         """Store an entry; a cache that cannot be written only costs speed, so errors pass."""
         if entry.error is not None and not entry.error.lasting:
             return
-        data = {"schema": CACHE_SCHEMA, "key": key,
-                "findings": [f.to_json() for f in entry.findings],
-                "error": entry.error.reason if entry.error is not None else None}
+        data: dict[str, object] = {
+            "schema": CACHE_SCHEMA, "key": key,
+            "findings": [f.to_json() for f in entry.findings],
+            "error": entry.error.reason if entry.error is not None else None}
         if entry.error is not None and entry.error.lines:
             data["error_lines"] = [list(r) for r in entry.error.lines]
         target = self._file(key)

@@ -121,6 +121,14 @@ def _fmt(ranges: Sequence[tuple[int, int]]) -> str:
     return ", ".join(f"{a}" if a == b else f"{a}-{b}" for a, b in ranges)
 
 
+def _wanted(lines: Iterable[int], changed: set[int] | None, text: Sequence[str], *,
+            every: bool) -> list[int]:
+    """The non-blank lines among ``lines`` that must be read: the changed ones (every one, when
+    ``every`` and the file is unchanged: ``changed`` None)."""
+    return sorted(n for n in lines if (n in changed if changed is not None else every)
+                  and n - 1 < len(text) and text[n - 1].strip())
+
+
 def _target_lines(t: ScanTarget, n_lines: int, err: FileError | None) -> set[int] | None:
     """The bundle file's lines this target's scan read (None: every line)."""
     covers: set[int] | None = None
@@ -176,11 +184,6 @@ def assess(files: Sequence[ScanTarget], targets: Sequence[ScanTarget],
         changed = changed_lines(f) if errors or not pc.read_by.get(0) else set()
         text = f.lines
 
-        def wanted(lines: Iterable[int], every: bool) -> list[int]:
-            """The non-blank lines among ``lines`` that must be read: the changed ones (every
-            one, when ``every`` and the file is unchanged)."""
-            return sorted(n for n in lines if (n in changed if changed is not None else every)
-                          and n - 1 < len(text) and text[n - 1].strip())  # noqa: B023
 
         for s, t, err, label in errors:
             if not err.lasting:
@@ -191,7 +194,7 @@ def assess(files: Sequence[ScanTarget], targets: Sequence[ScanTarget],
             if t.covers:
                 unread &= {n for a, b in t.covers for n in range(a, b + 1)}
             # only what this scanner could have said about those lines counts as lost
-            lost = [n for n in wanted(unread, True) if not pc.covered(n)]
+            lost = [n for n in _wanted(unread, changed, text, every=True) if not pc.covered(n)]
             if lost:
                 not_checked.setdefault(f.path, []).append(err.reason)
             else:
@@ -201,7 +204,8 @@ def assess(files: Sequence[ScanTarget], targets: Sequence[ScanTarget],
                              "no changed line there is left unread"
                              + (f" (also read by {', '.join(others)})" if others else ""))
         if needs_rules(pc.kind) and not pc.read_by.get(0):
-            gaps = [n for n in wanted(range(1, pc.n_lines + 1), False) if not pc.covered(n)]
+            gaps = [n for n in _wanted(range(1, pc.n_lines + 1), changed, text,
+                                    every=False) if not pc.covered(n)]
             if gaps:
                 ranges = _ranges(gaps)
                 uncovered.append({"path": f.path, "language": pc.kind,

@@ -228,9 +228,9 @@ def _partial_lines(err: Mapping[str, Any], target: ScanTarget,
         if not isinstance(span, dict) or target_of(span.get("file")) is not target:
             continue
         try:
-            start = int((span.get("start") or {}).get("line"))
+            start = int((span.get("start") or {})["line"])
             end = int((span.get("end") or {}).get("line", start))
-        except (TypeError, ValueError):
+        except (KeyError, TypeError, ValueError):
             return ()  # a span we cannot read: the whole file stays unchecked
         out.append((start, max(start, end)))
     return tuple(sorted(out))
