@@ -15,6 +15,7 @@ from auditor.model import StageResult
 from auditor.policy import load_policy, load_waivers
 from auditor.scan.bandit import BanditScanner
 from auditor.scan.builtin import BuiltinScanner
+from auditor.scan.cmake import CMakeScanner
 from auditor.scan.engine import ScanConfig, run_scan
 from auditor.scan.interface import Scanner
 from auditor.scan.pycoding import CodingScanner
@@ -24,13 +25,15 @@ from auditor.stage import Context, Stage
 
 
 def default_scanners(spec: Spec, *, jobs: int, rules_dir: Path | None = None) -> list[Scanner]:
-    """semgrep (the rule set), bandit (Python), builtin (encoded literals, engine switches)."""
+    """semgrep (the rule set), bandit (Python), builtin (encoded literals, engine switches),
+    coding (Python coding declarations), cmake (what the build fetches and runs)."""
     timeout = spec.scan.timeout if spec.scan is not None else 600
     return [
         SemgrepScanner(rules_dir, timeout=timeout, jobs=jobs),
         BuiltinScanner(spec.profile.request_logging_flags, spec.profile.telemetry_env),
         BanditScanner(timeout=timeout),
         CodingScanner(),
+        CMakeScanner(),
     ]
 
 
