@@ -33,9 +33,13 @@ _BRACKET_OPEN = re.compile(r"\[(=*)\[")
 _COMMIT = re.compile(r"^[0-9a-fA-F]{40}$")
 _VAR = re.compile(r"^\$\{([A-Za-z0-9_]+)\}$")
 _FETCHERS = ("fetchcontent_declare", "externalproject_add", "cpmaddpackage")
+# an argument that starts another keyword section (GIT_TAG, URL_HASH, WORKING_DIRECTORY ...)
+_KEYWORD = re.compile(r"^[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+$")
+_KEYWORDS = frozenset({"URL", "COMMAND", "DEPENDS", "OUTPUT", "COMMENT", "VERBATIM", "SOURCES",
+                       "BYPRODUCTS", "ALL"})
 _STEP_COMMANDS = ("PATCH_COMMAND", "UPDATE_COMMAND", "CONFIGURE_COMMAND", "BUILD_COMMAND",
                   "INSTALL_COMMAND", "TEST_COMMAND", "DOWNLOAD_COMMAND")
-_FETCHED_DIR = re.compile(r"\$\{(?!CMAKE_|PROJECT_)[A-Za-z0-9_]+_SOURCE_DIR\}|_deps/|FETCHCONTENT_BASE_DIR")
+_FETCHED_DIR = re.compile(r"\$\{(?!CMAKE_|PROJECT_)[A-Za-z0-9_-]+_SOURCE_DIR\}|_deps/|FETCHCONTENT_BASE_DIR")
 
 
 def is_cmake(path: str) -> bool:
@@ -63,14 +67,7 @@ class Command:
         for i, a in enumerate(self.args):
             if not a.quoted and a.value == keyword:
                 for b in self.args[i + 1:]:
-                    if not b.quoted and re.fullmatch(r"[A-Z][A-Z0-9_]+", b.value) and (
-                            b.value.endswith(("_COMMAND", "_HASH", "_TAG", "_REPOSITORY", "_DIR"))
-                            or b.value in ("URL", "COMMAND", "WORKING_DIRECTORY", "DEPENDS",
-                                           "OUTPUT", "EXPECTED_HASH", "EXPECTED_MD5",
-                                           "VERBATIM", "BYPRODUCTS", "COMMENT", "URL_MD5",
-                                           "GIT_SHALLOW", "GIT_SUBMODULES", "TLS_VERIFY",
-                                           "SOURCE_SUBDIR", "OVERRIDE_FIND_PACKAGE",
-                                           "RESULT_VARIABLE", "OUTPUT_VARIABLE")):
+                    if not b.quoted and (_KEYWORD.match(b.value) or b.value in _KEYWORDS):
                         break
                     out.append(b)
                 return out

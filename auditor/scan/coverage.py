@@ -3,7 +3,8 @@
 Every file in scope has a *kind* (:func:`kind_of`): a language that needs rules (Python, C/C++,
 CUDA, shell, Dockerfile, CMake, requirement files, YAML, configuration such as TOML/INI/.env, any
 other code), or text with no executable meaning (Markdown, reStructuredText, plain text, licences,
-ignore files, chat templates) or data (JSON) that needs none. A scanner covers a file when it
+ignore files, chat templates) or data (JSON) that needs none; requirement files are read by the
+deps stage (``deps:requirements``). A scanner covers a file when it
 applies rules for the file's language to it or to a derived reading of it
 (:meth:`~auditor.scan.interface.Scanner.coverage` gives the label, e.g. ``semgrep:bash(derived)``);
 language-blind checks such as the long-literal check do not count.
@@ -31,6 +32,9 @@ from auditor.scan.interface import FileError, Scanner, ScannerRun, ScanTarget
 NO_RULES_NEEDED: Mapping[str, str] = {
     "text": "text: no rules needed",
     "data": "data: no rules needed",
+    # requirement files are the deps stage's: it parses every line (pins, URLs, VCS references,
+    # index options) and diffs them against upstream
+    "requirements": "deps:requirements",
 }
 _TEXT_SUFFIXES = (".md", ".markdown", ".rst", ".txt", ".adoc", ".csv", ".tsv", ".svg",
                   ".jinja", ".jinja2", ".j2", ".gitignore", ".dockerignore", ".gitattributes")
