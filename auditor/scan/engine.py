@@ -212,7 +212,7 @@ def run_scan(ws: Workspace, scanners: Sequence[Scanner], config: ScanConfig, wor
         "cache": {"hits": tally.hits, "misses": tally.misses,
                   "scanned": dict(sorted(tally.scanned.items()))},
         # which rule sets read each scanned file (auditor.scan.coverage)
-        "coverage": dict(sorted(judged.coverage.items())),
+        "coverage": {p: list(labels) for p, labels in sorted(judged.coverage.items())},
         "uncovered": list(judged.uncovered),
         "notes": list(judged.notes),
     }
