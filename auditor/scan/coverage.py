@@ -3,7 +3,7 @@
 Every file in scope has a *kind* (:func:`kind_of`): a language that needs rules (Python, C/C++,
 CUDA, shell, Dockerfile, CMake, requirement files, YAML, configuration such as TOML/INI/.env, any
 other code), or text with no executable meaning (Markdown, reStructuredText, plain text, licences,
-ignore files, chat templates) or data (JSON) that needs none; requirement files are read by the
+ignore files and linter settings, chat templates, stylesheets) or data (JSON) that needs none; requirement files are read by the
 deps stage (``deps:requirements``). A scanner covers a file when it
 applies rules for the file's language to it or to a derived reading of it
 (:meth:`~auditor.scan.interface.Scanner.coverage` gives the label, e.g. ``semgrep:bash(derived)``);
@@ -37,10 +37,13 @@ NO_RULES_NEEDED: Mapping[str, str] = {
     "requirements": "deps:requirements",
 }
 _TEXT_SUFFIXES = (".md", ".markdown", ".rst", ".txt", ".adoc", ".csv", ".tsv", ".svg",
-                  ".jinja", ".jinja2", ".j2", ".gitignore", ".dockerignore", ".gitattributes")
+                  ".jinja", ".jinja2", ".j2", ".gitignore", ".dockerignore", ".gitattributes",
+                  ".helmignore", ".yapfignore", ".clang-format", ".shellcheckrc", ".gitkeep",
+                  ".typed", ".css")
 _TEXT_NAMES = ("license", "licence", "copying", "notice", "authors", "contributors", "codeowners",
                "changelog", "readme", "maintainers", ".gitignore", ".dockerignore",
-               ".gitattributes", ".gitmodules", ".mailmap")
+               ".gitattributes", ".gitmodules", ".mailmap", "dco", "pkg-info", "manifest.in")
+_DATA_SUFFIXES = (".jsonl", ".ndjson")
 _CONFIG_SUFFIXES = (".toml", ".cfg", ".ini", ".conf", ".env", ".service", ".properties")
 _CONFIG_NAMES = ("makefile", "gnumakefile", "procfile", ".env", "pip.conf", "uv.toml")
 _REQUIREMENT_RE = ("requirements*.txt", "requirements*.in", "constraints*.txt", "*requirements.txt",
@@ -56,7 +59,7 @@ def kind_of(path: str, family: str | None) -> str:
         return "cmake"
     if any(fnmatch.fnmatch(path.lower(), g) or fnmatch.fnmatch(name, g) for g in _REQUIREMENT_RE):
         return "requirements"
-    if family == "json":
+    if family == "json" or name.endswith(_DATA_SUFFIXES):
         return "data"
     if family is not None:
         return family

@@ -3,7 +3,9 @@
 Requested when the spec has a ``[scan]`` section; needs the verify stage's workspace. The scope is
 ``--scope``, else ``[scan] scope``; the policy and waivers come from ``[scan]``. Its ``--json``
 object: ``scope``, ``checked_files``, ``skipped``, ``scanners`` (name -> version), ``ruleset``,
-``cache`` (hits, misses, files scanned per scanner) plus the findings and ``not_checked``.
+``cache`` (hits, misses, files scanned per scanner), ``coverage`` (path -> the rule sets that read
+it), ``uncovered`` (changed lines no rule set for their language read), ``notes`` (parse failures
+whose lines other readings covered) plus the findings and ``not_checked``.
 """
 
 from __future__ import annotations
