@@ -196,7 +196,11 @@ def readings(text: str) -> list[Reading]:
             continue
         shell_covers.append((ins.start, ins.end))
     inert = _inert_lines(df)
-    out = [Reading("bash", _join(shell), _merge(shell_covers + inert))]
+    # a heredoc fed to Python is the Python reading's, not the shell's
+    python_lines = {n for a, b in python_covers for n in range(a, b + 1)}
+    shell_lines = [(n, n) for a, b in shell_covers + inert for n in range(a, b + 1)
+                   if n not in python_lines]
+    out = [Reading("bash", _join(shell), _merge(shell_lines))]
     if python_covers:
         out.append(Reading("python", _join(python), _merge(python_covers)))
     return out

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from auditor.scan.dockerfile import readings, shell_reading, split
+from auditor.scan.files import split_lines
 
 VLLM_SHAPED = """\
 # syntax=docker/dockerfile:1.7
@@ -110,6 +111,8 @@ def test_heredoc_fed_to_python_becomes_a_python_reading() -> None:
     assert _line(python.text, 34).startswith("urllib.request.urlopen(")
     assert python.covers == ((33, 35),)
     assert _line(shell.text, 33) == ""
+    shell_lines = {n for a, b in shell.covers for n in range(a, b + 1)}
+    assert 32 in shell_lines and not {33, 34, 35} & shell_lines
 
 
 def test_escape_directive_backtick_and_tab_stripped_heredoc() -> None:
@@ -136,5 +139,4 @@ def test_odd_input_never_raises() -> None:
     for src in ["", "\n\n", "RUN \\", "RUN <<EOF\nno end", "ENV", "# only a comment\n",
                 "RUN [\"unclosed\"\n", "HEALTHCHECK NONE\n", "ONBUILD RUN curl x | sh\n"]:
         reading = shell_reading(src)
-        assert reading.text.count("\n") == len(src.split("\n")) - (1 if src.endswith("\n") else 0) \
-            or src == ""
+        assert len(split_lines(reading.text)) == len(split_lines(src))
