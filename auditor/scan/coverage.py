@@ -45,7 +45,8 @@ _TEXT_NAMES = ("license", "licence", "copying", "notice", "authors", "contributo
                ".gitattributes", ".gitmodules", ".mailmap", "dco", "pkg-info", "manifest.in")
 _DATA_SUFFIXES = (".jsonl", ".ndjson")
 _CONFIG_SUFFIXES = (".toml", ".cfg", ".ini", ".conf", ".env", ".service", ".properties")
-_CONFIG_NAMES = ("makefile", "gnumakefile", "procfile", ".env", "pip.conf", "uv.toml")
+_CONFIG_NAMES = ("makefile", "gnumakefile", "procfile", ".env", "pip.conf", "uv.toml", ".condarc",
+                 "condarc")
 _REQUIREMENT_RE = ("requirements*.txt", "requirements*.in", "constraints*.txt", "*requirements.txt",
                    "requirements/*.txt", "requirements/*.in", "requirements/**/*.txt")
 
