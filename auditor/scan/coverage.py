@@ -189,7 +189,8 @@ def assess(files: Sequence[ScanTarget], targets: Sequence[ScanTarget],
         coverage[f.path] = tuple(sorted(pc.labels)) if pc.labels else (
             (NO_RULES_NEEDED[pc.kind],) if pc.kind in NO_RULES_NEEDED else ())
 
-        changed = changed_lines(f) if errors or not pc.read_by.get(0) else set()
+        must_read = needs_rules(pc.kind) and not pc.read_by.get(0)
+        changed = changed_lines(f) if errors or must_read else set()
         text = f.lines
 
 
@@ -211,7 +212,7 @@ def assess(files: Sequence[ScanTarget], targets: Sequence[ScanTarget],
                 notes.append(f"{f.path}: {s.name} left {where} unread ({err.reason[:160]}); "
                              "no changed line there is left unread"
                              + (f" (also read by {', '.join(others)})" if others else ""))
-        if needs_rules(pc.kind) and not pc.read_by.get(0):
+        if must_read:
             gaps = [n for n in _wanted(range(1, pc.n_lines + 1), changed, text,
                                     every=False) if not pc.covered(n)]
             if gaps:
