@@ -127,7 +127,7 @@ def run_scan(ws: Workspace, scanners: Sequence[Scanner], config: ScanConfig, wor
     owner = {t.key: t for t in bundle + baseline}
     for t in targets:
         if t.derived:
-            owner[t.key] = owner[t.key.split("#", 1)[0]]
+            owner[t.key] = owner[t.key.rsplit("#", 1)[0]]
     try:
         tally = _Tally()
         versions: dict[str, str] = {}
