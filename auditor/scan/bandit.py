@@ -74,6 +74,10 @@ class BanditScanner(ExternalTool, Scanner):
     def accepts(self, target: ScanTarget) -> bool:
         return target.family == "python"
 
+    def coverage(self, target: ScanTarget) -> str | None:
+        return ("bandit:python(derived)" if target.derived else "bandit:python") \
+            if self.accepts(target) else None
+
     def scan(self, files: Sequence[ScanTarget], workdir: Path) -> ScannerRun:
         if not files:
             return ScannerRun(findings={}, errors={})

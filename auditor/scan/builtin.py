@@ -92,6 +92,11 @@ class BuiltinScanner(Scanner):
     def accepts(self, target: ScanTarget) -> bool:
         return target.family is not None or _is_config(target.path)
 
+    def coverage(self, target: ScanTarget) -> str | None:
+        """Its launch and telemetry switches are rules for configuration files; on code it only
+        runs the language-blind long-literal check, which covers no language."""
+        return "builtin:config" if target.family is None and _is_config(target.path) else None
+
     def scan(self, files: Sequence[ScanTarget], workdir: Path) -> ScannerRun:
         return ScannerRun(findings={t.key: tuple(self._scan_one(t)) for t in files}, errors={})
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from auditor.scan.interface import FileError, RawFinding
 
-CACHE_SCHEMA = "auditor/scan-cache/v1"
+CACHE_SCHEMA = "auditor/scan-cache/v2"  # v2: partial-parse line ranges
 
 
 @dataclass(frozen=True)
@@ -48,7 +48,10 @@ class ResultCache:
             err = data.get("error")
             return CacheEntry(
                 findings=tuple(RawFinding.from_json(f) for f in data["findings"]),
-                error=FileError(str(err), lasting=True) if err is not None else None,
+                error=FileError(str(err), lasting=True,
+                                lines=tuple((int(a), int(b)) for a, b in
+                                            data.get("error_lines") or ()))
+                if err is not None else None,
             )
         except (OSError, ValueError, KeyError, TypeError):
             return None
@@ -57,9 +60,12 @@ class ResultCache:
         """Store an entry; a cache that cannot be written only costs speed, so errors pass."""
         if entry.error is not None and not entry.error.lasting:
             return
-        data = {"schema": CACHE_SCHEMA, "key": key,
-                "findings": [f.to_json() for f in entry.findings],
-                "error": entry.error.reason if entry.error is not None else None}
+        data: dict[str, object] = {
+            "schema": CACHE_SCHEMA, "key": key,
+            "findings": [f.to_json() for f in entry.findings],
+            "error": entry.error.reason if entry.error is not None else None}
+        if entry.error is not None and entry.error.lines:
+            data["error_lines"] = [list(r) for r in entry.error.lines]
         target = self._file(key)
         try:
             target.parent.mkdir(parents=True, exist_ok=True)

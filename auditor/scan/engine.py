@@ -15,7 +15,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from auditor.model import (
@@ -29,7 +29,9 @@ from auditor.model import (
 )
 from auditor.policy import Policy, Waiver, apply_waivers
 from auditor.provenance.blame import line_origins
+from auditor.scan import derived as derived_mod
 from auditor.scan.cache import CacheEntry, ResultCache, cache_key
+from auditor.scan.coverage import assess
 from auditor.scan.files import ReadResult, classify, split_lines
 from auditor.scan.interface import (
     FileError,
@@ -119,23 +121,42 @@ def run_scan(ws: Workspace, scanners: Sequence[Scanner], config: ScanConfig, wor
             pending[t.path] = blame_pool.submit(
                 line_origins, ws, t.path, "\n".join(split_lines(t.text)).translate(_ODD_BREAKS))
 
+    # derived readings (a Dockerfile's shell text, a Python file as the interpreter decodes it)
+    # are scanned beside the files; their findings and errors belong to the file's path
+    targets = derived_mod.expand(bundle + baseline)
+    owner = {t.key: t for t in bundle + baseline}
+    for t in targets:
+        if t.derived:
+            owner[t.key] = owner[t.key.rsplit("#", 1)[0]]
     try:
         tally = _Tally()
         versions: dict[str, str] = {}
-        results = _run_scanners(scanners, bundle + baseline, config, workdir, tally, versions,
+        results = _run_scanners(scanners, targets, config, workdir, tally, versions,
                                 progress, before_scanning=lambda: blame(to_blame))
 
+        by_key = {t.key: t for t in targets}
         raw: dict[str, list[tuple[Scanner, RawFinding]]] = {}
         for s in scanners:
             run = results[s.name]
-            for key, err in run.errors.items():
-                if key.startswith("b:"):
-                    not_checked.setdefault(key[2:], []).append(err.reason)
             for key, found in run.findings.items():
-                ordered = sorted(found, key=lambda f: (f.line, f.end_line, f.rule, f.message))
-                raw.setdefault(key, []).extend((s, f) for f in ordered)
+                t = by_key[key]
+                mapped = [_to_source(t, f) for f in found]
+                ordered = sorted(mapped, key=lambda f: (f.line, f.end_line, f.rule, f.message))
+                raw.setdefault(owner[key].key, []).extend((s, f) for f in ordered)
 
         blame([t for t in to_blame if raw.get(t.key)])
+
+        def changed_lines(t: ScanTarget) -> set[int] | None:
+            if t.path not in changed:
+                return None
+            if t.path not in pending:
+                blame([t])
+            return {n for n, o in enumerate(pending[t.path].result(), start=1) if o is not None}
+
+        judged = assess(bundle, [t for t in targets if t.origin is Origin.BUNDLE], scanners,
+                        results, _gives, changed_lines)
+        for path, reasons in judged.not_checked.items():
+            not_checked.setdefault(path, []).extend(reasons)
         origins = {path: f.result() for path, f in pending.items()}
     finally:
         blame_pool.shutdown(wait=True)
@@ -190,6 +211,10 @@ def run_scan(ws: Workspace, scanners: Sequence[Scanner], config: ScanConfig, wor
         "ruleset": ruleset,
         "cache": {"hits": tally.hits, "misses": tally.misses,
                   "scanned": dict(sorted(tally.scanned.items()))},
+        # which rule sets read each scanned file (auditor.scan.coverage)
+        "coverage": {p: list(labels) for p, labels in sorted(judged.coverage.items())},
+        "uncovered": list(judged.uncovered),
+        "notes": list(judged.notes),
     }
     return StageResult(name="scan", status=status_for(findings, nc_lines, ()), details=details,
                        findings=tuple(findings), not_checked=nc_lines)
@@ -215,7 +240,7 @@ def _run_scanners(scanners: Sequence[Scanner], targets: Sequence[ScanTarget],
     done: dict[str, ScannerRun] = {}
     pending: dict[str, tuple[Scanner, list[ScanTarget], dict[str, str]]] = {}
     for s in scanners:
-        mine = [t for t in targets if s.accepts(t)]
+        mine = [t for t in targets if _gives(s, t)]
         try:
             version = s.version()
             options = s.options_key()
@@ -230,7 +255,8 @@ def _run_scanners(scanners: Sequence[Scanner], targets: Sequence[ScanTarget],
         misses: list[ScanTarget] = []
         keys: dict[str, str] = {}
         for t in mine:
-            key = cache_key(t.path, t.sha256, s.name, version, options + s.target_options(t))
+            key = cache_key(t.path, t.sha256, s.name, version,
+                            options + s.target_options(t) + _derived_options(t))
             keys[t.key] = key
             entry = cache.get(key) if cache is not None else None
             if entry is None:
@@ -276,6 +302,23 @@ def _run_scanners(scanners: Sequence[Scanner], targets: Sequence[ScanTarget],
                             errors={**done[name].errors, **run.errors})
         done[name] = merged
     return done
+
+
+def _gives(s: Scanner, t: ScanTarget) -> bool:
+    """Whether scanner ``s`` reads target ``t`` (a superseded text only by raw readers)."""
+    return (s.reads_raw or not t.superseded) and s.accepts(t)
+
+
+def _derived_options(t: ScanTarget) -> str:
+    return f"|derived={t.derived}:{derived_mod.DIGEST}" if t.derived else ""
+
+
+def _to_source(t: ScanTarget, f: RawFinding) -> RawFinding:
+    """A derived target's finding at the bundle file's lines."""
+    if not t.line_map:
+        return f
+    line = t.source_line(f.line)
+    return replace(f, line=line, end_line=max(line, t.source_line(f.end_line)))
 
 
 def _code(lines: Sequence[str], f: RawFinding) -> str:

@@ -35,12 +35,29 @@ class ScanTarget:
     sha256: str
     family: str | None  # language family (files.family_of), None for other text
     text: str = field(repr=False, compare=False)
+    # A derived target (see auditor.scan.derived) is another reading of the bundle file ``path``:
+    # the shell text of a Dockerfile's instructions, a Python file decoded as the interpreter
+    # decodes it. ``derived`` names the reading ("" for the file itself); ``line_map[i]`` is the
+    # file's line for the target's line i + 1 (empty: the same line); ``covers`` are the file's
+    # line ranges whose meaning the target carries (empty: every line).
+    derived: str = ""
+    line_map: tuple[int, ...] = field(default=(), repr=False, compare=False)
+    covers: tuple[tuple[int, int], ...] = field(default=(), repr=False, compare=False)
+    # True when a derived target replaces this one for every scanner that does not read raw
+    # bytes (a Python file whose coding declaration makes its text something else)
+    superseded: bool = False
 
     @property
     def lines(self) -> list[str]:
         from auditor.scan.files import split_lines
 
         return split_lines(self.text)
+
+    def source_line(self, line: int) -> int:
+        """The bundle file's line for the target's 1-based ``line``."""
+        if not self.line_map:
+            return line
+        return self.line_map[min(max(line, 1), len(self.line_map)) - 1]
 
 
 @dataclass(frozen=True)
@@ -75,6 +92,9 @@ class FileError:
 
     reason: str
     lasting: bool = False
+    # a partial parse: only these 1-based line ranges (in the target's own lines) went unread;
+    # empty means the whole target
+    lines: tuple[tuple[int, int], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -90,6 +110,8 @@ class Scanner(ABC):
     """One static scanner. ``scan`` must account for every target it is given."""
 
     name: ClassVar[str]
+    #: whether the scanner reads a target's raw text even when a derived target supersedes it
+    reads_raw: ClassVar[bool] = False
 
     @abstractmethod
     def version(self) -> str:
@@ -106,6 +128,12 @@ class Scanner(ABC):
     @abstractmethod
     def accepts(self, target: ScanTarget) -> bool:
         """Whether this scanner has anything to say about the target."""
+
+    def coverage(self, target: ScanTarget) -> str | None:
+        """The rule set this scanner applies to ``target`` for its language, as a label such as
+        ``semgrep:bash(derived)``, or None when it only runs language-blind checks on it (those
+        do not count as covering the file; see auditor.scan.coverage)."""
+        return None
 
     @abstractmethod
     def scan(self, files: Sequence[ScanTarget], workdir: Path) -> ScannerRun:

@@ -50,6 +50,7 @@ class RuleMeta:
     help: str
     languages: tuple[str, ...]
     file: str  # the rule file, relative to the rules folder
+    paths_include: tuple[str, ...] = ()  # the rule's ``paths: include`` globs, if any
 
 
 def rule_files(rules_dir: Path = RULES_DIR) -> tuple[Path, ...]:
@@ -143,9 +144,12 @@ def _parse_rule(raw: Any, path: Path, rel: str, n: int) -> RuleMeta:
     if (not isinstance(languages, list) or not languages
             or not all(isinstance(lang, str) and lang for lang in languages)):
         raise bad("the rule has no languages list", rule_id)
+    paths = raw.get("paths")
+    include = paths.get("include") if isinstance(paths, dict) else None
+    globs = tuple(g for g in include if isinstance(g, str)) if isinstance(include, list) else ()
     return RuleMeta(id=rule_id, category=category, severity=severity,
                     message=" ".join(message.split()), help=" ".join(help_text.split()),
-                    languages=tuple(languages), file=rel)
+                    languages=tuple(languages), file=rel, paths_include=globs)
 
 
 def canonical_rule_id(check_id: str, rules: Mapping[str, RuleMeta] | None = None) -> str | None:

@@ -61,6 +61,13 @@ class SemgrepScanner(ExternalTool, Scanner):
         self.ruleset = rules_mod.ruleset_hash(self.rules_dir)
         self.languages = frozenset(canonical_language(lang) for m in self.meta.values()
                                    for lang in m.languages)
+        # languages with rules that parse them (generic/regex rules read any text)
+        self.parsed_languages = self.languages - {"generic", "regex", "none"}
+        # path globs of the language-blind rules aimed at certain files (pip.conf, CMake ...)
+        self.aimed_globs = tuple(sorted({g for m in self.meta.values()
+                                         if {canonical_language(x) for x in m.languages}
+                                         & {"generic", "regex"}
+                                         for g in m.paths_include}))
         self.timeout = timeout
         self.jobs = max(1, jobs)
         self.rule_timeout = rule_timeout
@@ -79,6 +86,22 @@ class SemgrepScanner(ExternalTool, Scanner):
         if target.family is None:
             return False
         return bool(FAMILIES[target.family][0] & self.languages)
+
+    def coverage(self, target: ScanTarget) -> str | None:
+        """``semgrep:<family>`` when rules parse the target's language (``(cuda shim)`` and
+        ``(derived)`` say how it was read); ``semgrep:generic`` when language-blind rules are aimed
+        at files like it by their ``paths: include``; None otherwise."""
+        from auditor.scan.coverage import aimed_at
+
+        if not self.accepts(target):
+            return None
+        how = "(derived)" if target.derived else ""
+        if target.family is not None and FAMILIES[target.family][0] & self.parsed_languages:
+            lang = "cpp(cuda shim)" if target.family == "cuda" else target.family
+            return f"semgrep:{lang}{how}"
+        if aimed_at(target.path, self.aimed_globs):
+            return f"semgrep:generic{how}"
+        return None
 
     def _transform(self, target: ScanTarget) -> str:
         if target.family == "cuda":
@@ -157,8 +180,10 @@ class SemgrepScanner(ExternalTool, Scanner):
             hit = [t for t in (target_of(p) for p in paths) if t is not None]
             if hit:
                 for t in hit:
+                    lines = _partial_lines(err, t, target_of) if kind_name == "PartialParsing" \
+                        else ()
                     errors[t.key] = FileError(f"semgrep {kind_name}: {redact(message)}",
-                                              lasting=kind_name in _LASTING_ERRORS)
+                                              lasting=kind_name in _LASTING_ERRORS, lines=lines)
             else:
                 global_error = f"semgrep {kind_name}: {redact(message)}"
         if global_error is not None:
@@ -193,3 +218,19 @@ class SemgrepScanner(ExternalTool, Scanner):
         message = " ".join(str(extra.get("message") or (meta.message if meta else rule)).split())
         return RawFinding(rule=rule, category=category, severity=severity, line=line,
                           end_line=max(line, end), message=redact(message)[:500], help=help_text)
+
+
+def _partial_lines(err: Mapping[str, Any], target: ScanTarget,
+                   target_of: Any) -> tuple[tuple[int, int], ...]:
+    """The line ranges a partial parse skipped (its spans in ``target``); () if it names none."""
+    out: list[tuple[int, int]] = []
+    for span in err.get("spans") or []:
+        if not isinstance(span, dict) or target_of(span.get("file")) is not target:
+            continue
+        try:
+            start = int((span.get("start") or {})["line"])
+            end = int((span.get("end") or {}).get("line", start))
+        except (KeyError, TypeError, ValueError):
+            return ()  # a span we cannot read: the whole file stays unchecked
+        out.append((start, max(start, end)))
+    return tuple(sorted(out))

@@ -3,7 +3,9 @@
 Requested when the spec has a ``[scan]`` section; needs the verify stage's workspace. The scope is
 ``--scope``, else ``[scan] scope``; the policy and waivers come from ``[scan]``. Its ``--json``
 object: ``scope``, ``checked_files``, ``skipped``, ``scanners`` (name -> version), ``ruleset``,
-``cache`` (hits, misses, files scanned per scanner) plus the findings and ``not_checked``.
+``cache`` (hits, misses, files scanned per scanner), ``coverage`` (path -> the rule sets that read
+it), ``uncovered`` (changed lines no rule set for their language read), ``notes`` (parse failures
+whose lines other readings covered) plus the findings and ``not_checked``.
 """
 
 from __future__ import annotations
@@ -15,20 +17,25 @@ from auditor.model import StageResult
 from auditor.policy import load_policy, load_waivers
 from auditor.scan.bandit import BanditScanner
 from auditor.scan.builtin import BuiltinScanner
+from auditor.scan.cmake import CMakeScanner
 from auditor.scan.engine import ScanConfig, run_scan
 from auditor.scan.interface import Scanner
+from auditor.scan.pycoding import CodingScanner
 from auditor.scan.semgrep import SemgrepScanner
 from auditor.spec import Spec
 from auditor.stage import Context, Stage
 
 
 def default_scanners(spec: Spec, *, jobs: int, rules_dir: Path | None = None) -> list[Scanner]:
-    """semgrep (the rule set), bandit (Python), builtin (encoded literals, engine switches)."""
+    """semgrep (the rule set), bandit (Python), builtin (encoded literals, engine switches),
+    coding (Python coding declarations), cmake (what the build fetches and runs)."""
     timeout = spec.scan.timeout if spec.scan is not None else 600
     return [
         SemgrepScanner(rules_dir, timeout=timeout, jobs=jobs),
         BuiltinScanner(spec.profile.request_logging_flags, spec.profile.telemetry_env),
         BanditScanner(timeout=timeout),
+        CodingScanner(),
+        CMakeScanner(),
     ]
 
 

@@ -59,6 +59,15 @@ rules:
       severity: high
       help: A privileged container owns the host; drop the flag and grant what is needed only.
     pattern: "privileged: true"
+  - id: network.shell.curl
+    languages: [bash]
+    severity: ERROR
+    message: a script downloads with curl
+    metadata:
+      category: network
+      severity: medium
+      help: Check what is downloaded and whether it is pinned by a checksum.
+    pattern: curl ...
   - id: network.cpp.connect
     languages: [cpp, c]
     severity: ERROR

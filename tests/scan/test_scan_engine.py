@@ -163,7 +163,8 @@ def test_each_category_found_and_attributed_to_its_commit(case: Case, diff_resul
         assert len(f.fingerprint) == 32 and f.snippet
     # scanners: semgrep rules, bandit (pickle, eval, exec) and the builtin scanner all contribute
     assert {f.scanner for f in diff_result.findings} == {"semgrep", "bandit", "builtin"}
-    assert set(diff_result.details["scanners"]) == {"semgrep", "bandit", "builtin"}
+    assert set(diff_result.details["scanners"]) == {"semgrep", "bandit", "builtin", "coding",
+                                                     "cmake"}
     assert diff_result.details["scope"] == "diff"
     assert diff_result.details["ruleset"]
 

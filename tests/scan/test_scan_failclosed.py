@@ -43,6 +43,9 @@ class ExplodingScanner(Scanner):
 class ForgetfulScanner(ExplodingScanner):
     name = "forgetful"
 
+    def coverage(self, target: ScanTarget) -> str | None:
+        return "forgetful:python"  # it stands for a scanner with Python rules
+
     def scan(self, files: Sequence[ScanTarget], workdir: Path) -> ScannerRun:
         keep = [t for t in files if not t.path.endswith("util.py")]
         return ScannerRun(findings={t.key: () for t in keep}, errors={})
