@@ -13,7 +13,7 @@ import re
 import shlex
 from pathlib import PurePosixPath
 
-from auditor.deps.declaration import Collector, Extraction
+from auditor.deps.declaration import Collector, Extraction, Topic
 from auditor.deps.extract.lines import logical_lines
 from auditor.deps.extract.requirements import INDEX_OPTIONS, is_requirements_file
 
@@ -112,7 +112,7 @@ def _take(col: Collector, args: list[str], raw: str, span: _Span) -> None:
         line = span.line_of(tok)
         if "$" in tok or "`" in tok:
             col.skip(line, f"pip install argument {tok[:80]!r} is computed by the shell: "
-                     "not checked")
+                     "not checked", group="pip install", topic=Topic.SHELL_COMPUTED)
             if tok.startswith("-") and "=" not in tok and rest:
                 rest.pop(0)
             continue
