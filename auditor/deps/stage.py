@@ -4,15 +4,25 @@ Both trees are read statically (upstream through git, the bundle from its verifi
 is built, installed or run. Findings are attributed to the series commit that introduced the
 declaring line, and get their action from the policy.
 
+The deployed surface (:mod:`auditor.deps.surface`, from the engine target or ``[deps]
+deployed``) decides what counts: declarations off it are still read, diffed and attributed, but
+their unpinned ranges are not a reason and their pins are not looked up. With ``[deps] lock``
+(:mod:`auditor.deps.lock`) the lock's versions are looked up instead, and a deployed declaration
+the lock does not satisfy is a finding (:mod:`auditor.deps.lockcheck`).
+
 Fail-closed choices:
 
 * ``deps.vulns = "none"`` is recorded as not checked and so makes the stage INCOMPLETE: an audit
   that looked up no advisory data must not exit 0.
-* Every bundle dependency that cannot be looked up (not pinned to one version, a direct URL, a
-  CMake fetch) is listed as not checked, one line per package.
-* What the extractors could not read in the *bundle* (a computed ``install_requires``, a malformed
-  file) is not checked. The same for *upstream* is only listed (``upstream_not_checked``): a blind
-  spot in the baseline can only make the bundle's dependencies look more new, never less.
+* Without a lock, deployed dependencies that cannot be looked up (not pinned to one version, a
+  direct URL, a CMake fetch not pinned to content) are ONE not-checked reason naming their count
+  and the fix; the list is ``unpinned_deployed`` in the details.
+* What the extractors could not read in a *deployed* bundle file (a computed
+  ``install_requires``, a malformed file, a ``pip install $X``) is not checked, unless the engine
+  profile names the deployed file a computed ``install_requires`` is read from. The same off the
+  surface is listed (``not_deployed_not_checked``); for *upstream* it is only listed
+  (``upstream_not_checked``).
+* An OSV snapshot whose newest record is older than ``[deps] max_age_days`` is not a check.
 * A vulnerability whose record gives no usable severity is reported as ``high``.
 """
 
@@ -79,19 +89,6 @@ def make_source(deps: DepsSpec, workdir: Path, *, online: bool) -> Vulnerability
 
 def policy_for(spec: Spec) -> Policy:
     return load_policy(spec.scan.policy if spec.scan else POLICIES_DIR / "default.toml")
-
-
-def split_pins(bundle: Sequence[Declaration]) -> tuple[list[Package], list[str]]:
-    """Exactly pinned PyPI packages to look up, and one not-checked line per other package."""
-    pinned, others = partition_pins(bundle)
-    lines = []
-    for name in sorted({d.name for d in others}):
-        decls = [d for d in others if d.name == name]
-        first = decls[0]
-        where = f"{first.file}:{first.line}" + (f" and {len(decls) - 1} more" if len(decls) > 1
-                                                 else "")
-        lines.append(f"vulnerabilities: {name} not checked: {why_unpinned(first)} at {where}")
-    return pinned, lines
 
 
 def why_unpinned(d: Declaration) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
+from auditor.gate.carry import CarriedReasons, carry_reasons, without_carried
 from auditor.gate.compare import DepsDiff, FindingDiff, compare_deps, compare_findings
 from auditor.gate.match import CommitMatch, counts, entries, match_series
 from auditor.model import AuditResult, StageStatus, Verdict, compute_verdict
@@ -30,6 +31,7 @@ class GateResult:
     findings: FindingDiff
     deps: DepsDiff
     baseline_path: str = ""
+    not_checked: CarriedReasons = CarriedReasons((), ())
 
     def commit_for(self, sha: str | None) -> CommitMatch | None:
         for m in self.series:
@@ -62,6 +64,7 @@ class GateResult:
                 "resolved": [clean_finding(f).to_json() for f in self.findings.resolved],
             },
             "deps": self.deps.to_json(),
+            "not_checked": self.not_checked.to_json(),
         }
 
 
@@ -85,8 +88,12 @@ def decide(baseline: AuditResult, audit: AuditResult, *, baseline_path: str = ""
     carried = set(map(id, findings.carried))
     stages = [replace(st, findings=tuple(f for f in st.findings if id(f) not in carried))
               for st in audit.stages.values()]
-    verdict, reasons = compute_verdict(stages)
+    accepted = carry_reasons(baseline, audit)
+    verdict, reasons = compute_verdict(without_carried(stages, accepted))
     extra = []
+    if accepted.carried:
+        extra.append(f"{len(accepted.carried)} not-checked reason(s) accepted in the baseline "
+                     "(same reason, same declaration) carried, not counted")
     if findings.carried:
         extra.append(f"{len(findings.carried)} finding(s) already reviewed in the baseline "
                      "(same fingerprint) carried, not counted")
@@ -103,14 +110,15 @@ def decide(baseline: AuditResult, audit: AuditResult, *, baseline_path: str = ""
                      "findings were not carried")
     if verdict is Verdict.PASS:
         reasons = ("no new blocking or review finding since the baseline, the proof holds and "
-                   "every requested check ran",)
+                   "every requested check ran"
+                   + (" or was accepted unchecked in the baseline" if accepted.carried else ""),)
     for st in audit.stages.values():
         if st.name == "verify" and st.status is StageStatus.NOT_REQUESTED:
             extra.append("verify was not requested: the series could not be matched")
     return GateResult(verdict=verdict, reasons=tuple(reasons) + tuple(extra), baseline=baseline,
                       audit=audit, series=series, series_known=series_known, findings=findings,
                       deps=compare_deps(_deps(baseline), _deps(audit)),
-                      baseline_path=baseline_path)
+                      baseline_path=baseline_path, not_checked=accepted)
 
 
 def _deps(audit: AuditResult) -> dict[str, Any] | None:
