@@ -33,6 +33,7 @@ from packaging.markers import InvalidMarker, Marker
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
+from auditor.deps.declaration import parse_requirement
 from auditor.deps.extract.lines import logical_lines
 from auditor.errors import SpecError
 
@@ -150,13 +151,11 @@ def _read_requirements(path: Path, text: str) -> Lock:
     packages: list[LockedPackage] = []
     indexes: list[tuple[str, str, int]] = []
     for line, _last, logical in logical_lines(text, _strip_comment):
-        try:
-            tokens = shlex.split(logical)
-        except ValueError as exc:
-            raise _err(path, line, f"cannot be parsed ({exc})") from None
-        if not tokens:
-            continue
-        if tokens[0].startswith("-"):
+        if logical.startswith("-"):
+            try:
+                tokens = shlex.split(logical)
+            except ValueError as exc:
+                raise _err(path, line, f"cannot be parsed ({exc})") from None
             opt, _, value = tokens[0].partition("=")
             rest = tokens[1:]
             if not value and opt in (*_INDEX_OPTIONS, "-e", "--editable") and rest:
@@ -168,32 +167,29 @@ def _read_requirements(path: Path, text: str) -> Lock:
                 continue
             if opt in ("-e", "--editable"):
                 if value and ("://" in value or value.startswith(("git+", "hg+"))):
-                    raise _err(path, line, "an editable remote requirement is not a lock entry")
-                continue  # the project itself (uv export writes "-e .")
+                    # pip freeze of a VCS checkout: -e git+https://host/x.git@<sha>#egg=x
+                    decl = parse_requirement(value, str(path), line)
+                    if decl is None:
+                        raise _err(path, line, f"cannot read the editable {value[:80]!r}")
+                    packages.append(LockedPackage(decl.name, None, line, url=decl.url))
+                continue  # a local path: the project itself (uv export writes "-e .")
             if opt in _FLAGS:
                 continue
             if opt in ("-r", "--requirement", "-c", "--constraint"):
                 raise _err(path, line, f"{opt} includes another file; give one complete lock")
             raise _err(path, line, f"unknown option {opt!r}")
-        req_tokens: list[str] = []
+        # the requirement, then its options (--hash); markers keep their quotes
+        parts = re.split(r"\s+(?=--)", logical)
         hashes: list[str] = []
-        i = 0
-        while i < len(tokens):
-            tok = tokens[i]
-            if tok.startswith("--hash"):
-                value = tok.partition("=")[2]
-                if not value and i + 1 < len(tokens):
-                    i += 1
-                    value = tokens[i]
-                if not re.fullmatch(r"[a-z0-9]+:[0-9a-fA-F]{32,128}", value):
-                    raise _err(path, line, f"malformed --hash {value[:80]!r}")
-                hashes.append(value.lower())
-            elif tok.startswith("--"):
-                raise _err(path, line, f"unknown option {tok.split('=')[0]!r}")
-            else:
-                req_tokens.append(tok)
-            i += 1
-        req_text = " ".join(req_tokens)
+        for opt in parts[1:]:
+            m = re.fullmatch(r"--hash[=\s]+(\S+)", opt.strip())
+            if not m:
+                raise _err(path, line, f"unknown option {opt.strip().split('=')[0][:40]!r}")
+            value = m.group(1)
+            if not re.fullmatch(r"[a-z0-9]+:[0-9a-fA-F]{32,128}", value):
+                raise _err(path, line, f"malformed --hash {value[:80]!r}")
+            hashes.append(value.lower())
+        req_text = parts[0]
         if _is_local(req_text):
             continue
         packages.append(_locked(path, line, req_text, tuple(hashes)))

@@ -37,6 +37,11 @@ def _satisfies(spec: str, versions: Iterable[str | None]) -> bool:
     return False
 
 
+def _shown(d: Declaration) -> str:
+    text = f"{d.name} @ {d.url}" if d.url else f"{d.name}{d.specifier}"
+    return text + (f"; {d.markers}" if d.markers else "")
+
+
 def drift_issues(deployed: Sequence[Declaration], added: Sequence[Declaration], lock: Lock,
                  lock_label: str) -> list[Issue]:
     """Issues for deployed declarations the lock does not satisfy and added ones it lacks."""
@@ -51,10 +56,11 @@ def drift_issues(deployed: Sequence[Declaration], added: Sequence[Declaration], 
         locked = by_name.get(d.name)
         where = "build requirement" if d.group in ("build-system", "setup_requires") else \
             "deployed requirement"
+        shown = _shown(d)
         if not locked:
             rule = "dependency.not-in-lock" if id(d) in added_ids else "dependency.lock-drift"
             issues.append(Issue(rule, Severity.MEDIUM, d,
-                                f"{where} {d.text or d.name} is not in the lock {lock_label} "
+                                f"{where} {shown} is not in the lock {lock_label} "
                                 f"(markers for CPython {lock.python}): the lock does not "
                                 "describe what is deployed"))
             continue
@@ -62,7 +68,7 @@ def drift_issues(deployed: Sequence[Declaration], added: Sequence[Declaration], 
                 d.specifier, (p.version for p in locked)):
             have = ", ".join(sorted({str(p.version) for p in locked}))
             issues.append(Issue("dependency.lock-drift", Severity.MEDIUM, d,
-                                f"{where} {d.name}{d.specifier} is not satisfied by the lock "
+                                f"{where} {shown} is not satisfied by the lock "
                                 f"{lock_label}, which pins {d.name}=={have}"))
     deployed_ids = {id(d) for d in deployed}
     for d in added:
