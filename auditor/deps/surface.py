@@ -135,7 +135,6 @@ def build_surface(globs: Sequence[str], ex: Extraction, *, target: str, source: 
     entries = [Entry.parse(g) for g in globs]
     read = set(ex.files) | {d.file for d in ex.declarations} | {s.file for s in ex.skipped}
     on = {f for f in read if any(path_matches(e.glob, f) for e in entries)}
-    on |= {f for f in computed_requires_from if f in read}
     edges: dict[str, set[str]] = {}
     for src, dst in ex.includes:
         edges.setdefault(src, set()).add(dst)

@@ -153,6 +153,10 @@ def _take(col: Collector, args: list[str], raw: str, span: _Span) -> None:
                 "-r", "--requirement", "-c", "--constraint", "-e", "--editable")
             if takes_value and value is None:
                 value = rest.pop(0) if rest else ""
+            if value and ("$" in value or "`" in value) and opt not in _VALUE_OPTIONS:
+                col.skip(line, f"pip install {opt} {value[:80]!r} is computed by the shell: "
+                         "not checked", group="pip install", topic=Topic.SHELL_COMPUTED)
+                continue
             if opt in INDEX_OPTIONS:
                 col.index(INDEX_OPTIONS[opt], value or "", line, raw)
             elif opt in ("-e", "--editable") and value and ("://" in value
