@@ -81,41 +81,44 @@ def _download(url: str, dest: Path, timeout: float) -> str:
     return digest.hexdigest()
 
 
-def check_archive(path: Path, ecosystem: str) -> tuple[int, int, str, str | None]:
-    """(records, corrupt, snapshot digest, date) of a downloaded archive, or InputError."""
+def check_archive(path: Path, ecosystem: str, label: str | None = None
+                  ) -> tuple[int, int, str, str | None]:
+    """(records, corrupt, snapshot digest, date) of a downloaded archive, or InputError;
+    messages name ``label`` (the address it came from) instead of the temporary file."""
+    where = label or str(path)
     try:
         with zipfile.ZipFile(path) as zf:
             infos = zf.infolist()
             if len(infos) > MAX_MEMBERS:
-                raise InputError(f"{path}: more than {MAX_MEMBERS} members")
+                raise InputError(f"{where}: more than {MAX_MEMBERS} members")
             total = 0
             for info in infos:
                 name = PurePosixPath(info.filename)
                 if info.filename.startswith("/") or ".." in name.parts or "\\" in info.filename:
-                    raise InputError(f"{path}: unsafe member name {info.filename[:120]!r}")
+                    raise InputError(f"{where}: unsafe member name {info.filename[:120]!r}")
                 mode = info.external_attr >> 16
                 if stat.S_ISLNK(mode):
-                    raise InputError(f"{path}: member {info.filename[:120]!r} is a link")
+                    raise InputError(f"{where}: member {info.filename[:120]!r} is a link")
                 if info.file_size > MAX_RECORD_BYTES:
-                    raise InputError(f"{path}: member {info.filename[:120]!r} is larger than "
+                    raise InputError(f"{where}: member {info.filename[:120]!r} is larger than "
                                      f"{MAX_RECORD_BYTES} bytes")
                 total += info.file_size
             if total > MAX_TOTAL_BYTES:
-                raise InputError(f"{path}: more than {MAX_TOTAL_BYTES} bytes uncompressed")
+                raise InputError(f"{where}: more than {MAX_TOTAL_BYTES} bytes uncompressed")
             bad = zf.testzip()
             if bad is not None:
-                raise InputError(f"{path}: member {bad[:120]!r} fails its CRC check")
+                raise InputError(f"{where}: member {bad[:120]!r} fails its CRC check")
     except zipfile.BadZipFile as exc:
-        raise InputError(f"{path}: not a zip archive ({exc})") from None
+        raise InputError(f"{where}: not a zip archive ({exc})") from None
     snap = load_snapshot(path)
     if not snap.records:
-        raise InputError(f"{path}: no usable OSV records"
+        raise InputError(f"{where}: no usable OSV records"
                          + (f" ({snap.corrupt[0]})" if snap.corrupt else ""))
     eco = [r for _, r in snap.records
            if any(isinstance(a, dict) and (a.get("package") or {}).get("ecosystem") == ecosystem
                   for a in r.get("affected", []))]
     if not eco:
-        raise InputError(f"{path}: none of its {len(snap.records)} records is about the "
+        raise InputError(f"{where}: none of its {len(snap.records)} records is about the "
                          f"{ecosystem} ecosystem")
     return len(snap.records), len(snap.corrupt), snap.digest, snap.date
 
@@ -133,7 +136,7 @@ def fetch_osv(out: Path, *, ecosystem: str = "PyPI", url: str | None = None,
     tmp = out.with_name(f".{out.name}.part")
     try:
         sha = _download(source, tmp, timeout)
-        records, corrupt, digest, date = check_archive(tmp, ecosystem)
+        records, corrupt, digest, date = check_archive(tmp, ecosystem, source)
         meta = {
             "schema": "auditor/osv-fetch/v1", "source": source, "ecosystem": ecosystem,
             "fetched": (now or dt.datetime.now(dt.UTC)).strftime("%Y-%m-%dT%H:%M:%SZ"),
