@@ -266,7 +266,7 @@ def build_details(up: Extraction, b: Extraction, dd: DepsDiff, report: VulnRepor
                   surface: Surface | None = None, lock: Lock | None = None,
                   unpinned: Sequence[Declaration] = (), notes: Sequence[str] = (),
                   skipped_off: Sequence[Skip] = ()) -> dict[str, Any]:
-    out = {
+    out: dict[str, Any] = {
         "upstream": [d.to_json() for d in up.declarations],
         "bundle": [d.to_json() for d in b.declarations],
         "added": [d.to_json() for d in dd.added],
