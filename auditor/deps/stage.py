@@ -265,7 +265,7 @@ def _fetch_json(d: Declaration) -> dict[str, Any]:
 def build_details(up: Extraction, b: Extraction, dd: DepsDiff, report: VulnReport,
                   surface: Surface | None = None, lock: Lock | None = None,
                   unpinned: Sequence[Declaration] = (), notes: Sequence[str] = (),
-                  skipped_off: Sequence[Skip] = ()) -> dict[str, Any]:
+                  skipped_off: Sequence[Skip] = (), lock_label: str = "") -> dict[str, Any]:
     out: dict[str, Any] = {
         "upstream": [d.to_json() for d in up.declarations],
         "bundle": [d.to_json() for d in b.declarations],
@@ -287,7 +287,7 @@ def build_details(up: Extraction, b: Extraction, dd: DepsDiff, report: VulnRepor
         out["deployed"] = [d.to_json() for d in b.declarations if surface.deployed(d)]
         out["not_deployed"] = [d.to_json() for d in b.declarations if not surface.deployed(d)]
         out["not_deployed_not_checked"] = [s.to_json() for s in skipped_off]
-    out["lock"] = lock.to_json() if lock is not None else None
+    out["lock"] = lock.to_json() | {"path": lock_label} if lock is not None else None
     out["unpinned_deployed"] = [d.to_json() | {"why": why_unpinned(d)} for d in unpinned]
     out["notes"] = list(notes)
     return out
@@ -392,7 +392,7 @@ class DepsStage(Stage):
             name=self.name,
             status=status_for(findings, not_checked, ()),
             details=build_details(up, b, dd, report, surface, lock, unpinned, notes,
-                                  skipped_off),
+                                  skipped_off, lock_label),
             findings=tuple(findings),
             not_checked=not_checked,
         )

@@ -234,7 +234,7 @@ def test_undeployed_changes_are_still_diffed_and_attributed(case, no_lock):
     c = case["commits"]
     got = {(f["rule"], f["path"], f["commit"]) for f in data["findings"]}
     assert ("dependency.added", "requirements/common.txt", c["add"]) in got
-    assert ("dependency.repinned", "requirements/test.txt", c["test"]) not in got  # a downgrade:
+    # jinja2 3.1.4 -> 3.1.3 in test.txt: off the surface, still a finding of its commit
     assert ("dependency.downgraded", "requirements/test.txt", c["test"]) in got
     assert ("dependency.added", "docker/Dockerfile", c["docker"]) in got
 
@@ -323,3 +323,20 @@ def test_an_old_snapshot_is_not_a_check(case, tmp_path):
     spec["deps"]["max_age_days"] = days + 1
     code, data, _ = run_deps(case["tmp"], "old-allowed", spec)
     assert data["not_checked"] == []
+
+
+def test_report_md_states_the_surface_and_lists_what_is_not_deployed(no_lock, with_lock):
+    from auditor.model import AuditResult, compute_verdict
+    from auditor.report.markdown import MarkdownFormatter
+
+    for data in (no_lock[1], with_lock[1]):
+        st = StageResult.from_json("deps", data)
+        verdict, reasons = compute_verdict([st])
+        text = MarkdownFormatter().render(AuditResult(verdict, reasons, {"deps": st}))
+        surface = [line for line in text.splitlines() if "Deployed surface" in line]
+        assert len(surface) == 1 and "profile vllm, target cuda" in surface[0]
+        assert "### Not deployed" in text and "requirements/test.txt" in text
+        if data is no_lock[1]:
+            assert "unpinned deployed requirements, vulnerabilities not checked (9)" in text
+        else:
+            assert "- lock: `requirements.lock` (requirements, 12 packages" in text
