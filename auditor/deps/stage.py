@@ -75,13 +75,18 @@ def source_kind(vulns: str) -> SourceKind:
     return SourceKind(vulns)
 
 
-def make_source(deps: DepsSpec, workdir: Path, *, online: bool) -> VulnerabilitySource:
+def make_source(deps: DepsSpec, workdir: Path, *, online: bool,
+                lock: Lock | None = None) -> VulnerabilitySource:
     kind = source_kind(deps.vulns)
     if kind is SourceKind.OSV:
         assert deps.osv_path is not None
         return OsvSnapshotSource(deps.osv_path)
     if kind is SourceKind.PIP_AUDIT:
-        return PipAuditSource(workdir / "deps", online=online, osv_url=deps.osv_url)
+        hashed = lock is not None and lock.format == "requirements" and all(
+            p.hashes for p in lock.packages) and len({p.name for p in lock.packages}) == len(
+            lock.packages)
+        return PipAuditSource(workdir / "deps", online=online, osv_url=deps.osv_url,
+                              hashed_lock=lock.path if hashed and lock is not None else None)
     if kind is SourceKind.NONE:
         return NoSource()
     assert_never(kind)
@@ -354,7 +359,7 @@ class DepsStage(Stage):
         else:
             pinned, unpinned = partition_pins(deployed)
             lock_gaps = []
-        source = make_source(deps, ctx.workdir, online=ctx.options.online)
+        source = make_source(deps, ctx.workdir, online=ctx.options.online, lock=lock)
         with ctx.status(f"vulnerabilities of {len(pinned)} pinned packages: {deps.vulns}"):
             report = source.check(pinned)
         att = Attributor(ws, upstream_tree)
