@@ -33,7 +33,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, assert_never
 
-from auditor.deps.declaration import Declaration, Extraction, Kind, Skip
+from auditor.deps.declaration import Declaration, Extraction, Kind, Skip, Topic
 from auditor.deps.diff import DepsDiff, Issue, diff
 from auditor.deps.extract import extract_tree
 from auditor.deps.lock import Lock, marker_holds, read_lock
@@ -376,6 +376,7 @@ class DepsStage(Stage):
         findings.sort(key=lambda f: (f.path, f.line, f.rule, f.message))
         skipped_on: list[str] = []
         skipped_off: list[Skip] = []
+        shell: dict[str, list[Skip]] = {}
         for sk in b.skipped:
             if not surface.skip_deployed(sk):
                 skipped_off.append(sk)
@@ -385,7 +386,14 @@ class DepsStage(Stage):
                 notes.append(f"{sk}: the engine profile reads it from {covered}, which is on "
                              "the deployed surface")
                 continue
+            if sk.topic is Topic.SHELL_COMPUTED:
+                shell.setdefault(sk.file, []).append(sk)
+                continue
             skipped_on.append(str(sk))
+        # one reason per deployed file for what its shell computes (the list is in the details)
+        skipped_on += [f"{file}: {len(sks)} pip install argument(s) or package source(s) "
+                       "computed by the shell: what they install is not checked (listed in "
+                       "deps.shell_computed)" for file, sks in sorted(shell.items())]
         reasons_nc = [*skipped_on, *report.not_checked, *lock_gaps]
         if unpinned:
             reasons_nc.append(unpinned_reason(unpinned))
@@ -397,7 +405,8 @@ class DepsStage(Stage):
             name=self.name,
             status=status_for(findings, not_checked, ()),
             details=build_details(up, b, dd, report, surface, lock, unpinned, notes,
-                                  skipped_off, lock_label),
+                                  skipped_off, lock_label)
+            | {"shell_computed": [sk.to_json() for sks in shell.values() for sk in sks]},
             findings=tuple(findings),
             not_checked=not_checked,
         )

@@ -178,7 +178,7 @@ def run_deps(tmp: Path, name: str, spec: dict):
     path = write_spec(tmp / f"{name}.toml", spec)
     res = CliRunner().invoke(app, ["deps", str(path), "--json"])
     data = json.loads(res.stdout) if res.stdout.strip() else None
-    return res.exit_code, data, res.stderr
+    return res.exit_code, data, " ".join(res.stderr.split())  # the console wraps long lines
 
 
 @pytest.fixture(scope="module")
@@ -340,3 +340,51 @@ def test_report_md_states_the_surface_and_lists_what_is_not_deployed(no_lock, wi
             assert "unpinned deployed requirements, vulnerabilities not checked (9)" in text
         else:
             assert "- lock: `requirements.lock` (requirements, 12 packages" in text
+
+
+def test_the_container_target_counts_what_the_dockerfile_computes(case):
+    spec = {**case["spec"], "engine": {**case["spec"]["engine"], "target": "cuda-container"},
+            "deps": {**case["spec"]["deps"], "lock": "requirements.lock"}}
+    code, data, _ = run_deps(case["tmp"], "container", spec)
+    assert data["not_checked"] == [
+        "docker/Dockerfile: 1 pip install argument(s) or package source(s) computed by the "
+        "shell: what they install is not checked (listed in deps.shell_computed)"]
+    assert [(x["file"], x["line"]) for x in data["shell_computed"]] == [("docker/Dockerfile", 6)]
+    # the series' pip install in the (now deployed) Dockerfile is drift from the lock
+    assert any(f["rule"] == "dependency.not-in-lock" and f["path"] == "docker/Dockerfile"
+               and f["severity"] == "medium" for f in data["findings"])
+
+
+@pytest.mark.parametrize(("glob", "path", "hit"), [
+    ("requirements/*.txt", "requirements/cuda.txt", True),
+    ("requirements/*.txt", "requirements/sub/cuda.txt", False),
+    ("**/CMakeLists.txt", "CMakeLists.txt", True),
+    ("**/CMakeLists.txt", "ggml/src/CMakeLists.txt", True),
+    ("cmake/**", "cmake/cuda.cmake", True),
+    ("ggml/**/*.cmake", "ggml/cmake/x.cmake", True),
+    ("**", "anything/at/all.txt", True),
+    ("requirements.txt", "docs/requirements.txt", False),
+])
+def test_surface_globs(glob, path, hit):
+    from auditor.deps.surface import path_matches
+
+    assert path_matches(glob, path) is hit
+
+
+def test_group_entries_take_part_of_a_file():
+    from auditor.deps.declaration import Skip, Topic
+    from auditor.deps.extract import Extraction
+    from auditor.deps.surface import build_surface
+
+    ex = Extraction(files=("pyproject.toml", "requirements/cuda.txt", "requirements/common.txt"),
+                    includes=(("requirements/cuda.txt", "requirements/common.txt"),))
+    s = build_surface(["pyproject.toml#build-system", "requirements/cuda.txt"], ex,
+                      target="t", source="test", computed_requires_from=["requirements/cuda.txt"])
+    assert s.files == ("pyproject.toml", "requirements/common.txt", "requirements/cuda.txt")
+    assert s.skip_deployed(Skip("pyproject.toml", 0, "malformed TOML"))  # may hide the part
+    assert not s.skip_deployed(Skip("pyproject.toml", 3, "x", group="optional:gpu"))
+    assert s.skip_deployed(Skip("requirements/common.txt", 2, "x"))  # through -r
+    computed = Skip("setup.py", 9, "x", group="install_requires", topic=Topic.COMPUTED_REQUIRES)
+    assert s.covers_computed(computed) == "requirements/cuda.txt"
+    assert s.covers_computed(Skip("setup.py", 9, "x", group="extras",
+                                  topic=Topic.COMPUTED_REQUIRES)) is None
