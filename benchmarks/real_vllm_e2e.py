@@ -66,16 +66,17 @@ def rebase(work: Path, version: str) -> Path:
                       encoding="utf-8")
     real_vllm.git(clone, "commit", "-q", "-am", "docs: post-release note")
     tag = f"v{version}.post1"
-    real_vllm.git(clone, "tag", tag)
+    real_vllm.git(clone, "tag", "-f", tag)  # -f: a --reuse run made it before
     upstream = real_vllm.git(clone, "rev-parse", "HEAD")
-    real_vllm.git(clone, "checkout", "-q", "-b", "sm86-rebased")
+    real_vllm.git(clone, "checkout", "-q", "-B", "sm86-rebased")
     old = [line.split(" ", 1) for line in
            (work / "series.txt").read_text(encoding="utf-8").splitlines() if line.strip()]
     new = []
     for sha, subject in old:
         real_vllm.git(clone, "cherry-pick", sha, env=real_vllm.FORK_ENV)
         new.append((real_vllm.git(clone, "rev-parse", "HEAD"), subject))
-    real_vllm.git(clone, "push", "-q", str(work / "mirrors" / "vllm.git"), tag, "sm86-rebased")
+    real_vllm.git(clone, "push", "-q", "--force", str(work / "mirrors" / "vllm.git"), tag,
+                  "sm86-rebased")
     (work / "series-rebased.txt").write_text("".join(f"{s} {m}\n" for s, m in new),
                                              encoding="utf-8")
     bundle = work / "downloads" / f"vllm-{version}-sm86-rebased.tar.gz"
