@@ -266,6 +266,30 @@ def report(
         output.write_text(text, encoding="utf-8")
 
 
+osv_app = typer.Typer(no_args_is_help=True, help="Offline vulnerability data (OSV).")
+app.add_typer(osv_app, name="osv")
+
+
+@osv_app.command("fetch")
+def osv_fetch(
+    out: Annotated[Path, typer.Option("--out", help="where the zip goes (plus FILE.meta.json)")],
+    ecosystem: Annotated[str, typer.Option(help="OSV ecosystem name")] = "PyPI",
+    url: Annotated[str | None, typer.Option(help="download from this mirror instead of OSV's "
+                                            "bucket")] = None,
+) -> None:
+    """Download the OSV archive of an ecosystem (online, explicit), check it, record its digest."""
+    from auditor.deps.vulns.fetch import fetch_osv
+
+    try:
+        res = fetch_osv(out, ecosystem=ecosystem, url=url)
+    except AuditError as exc:
+        _fail(exc)
+    m = res.meta
+    err.print(f"{_escape(str(res.path))}: {m['records']} records, newest {_escape(str(m['date']))}"
+              f", sha256 {m['sha256']}; recorded in {_escape(res.sidecar.name)}")
+    sys.stdout.write(json.dumps(m, indent=2) + "\n")
+
+
 @app.command()
 def demo(
     out: Annotated[Path, typer.Option("--out", help="where the example and its audit go")] = Path(

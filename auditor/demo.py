@@ -17,6 +17,7 @@ and runs the whole audit. It exits 0 when the audit ran to the end, whatever the
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import shutil
 from pathlib import Path
@@ -112,7 +113,8 @@ def write_osv_snapshot(root: Path) -> Path:
     record = {
         "schema_version": "1.6.0",
         "id": "DEMO-2026-0001",
-        "modified": "2026-10-01T00:00:00Z",
+        # dated when the demo is made: an older snapshot would be too old to count as a check
+        "modified": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT00:00:00Z"),
         "published": "2026-09-15T00:00:00Z",
         "summary": "Demo advisory: request smuggling in uvicorn before 0.30.0 (not a real advisory)",
         "details": "Written for auditor's embedded example.",

@@ -129,7 +129,7 @@ def inputs_info(spec: Spec) -> dict[str, Any]:
     return {
         "spec": str(spec.path),
         "engine": {"profile": spec.profile.name, "package": spec.profile.package,
-                   "version": spec.engine.version},
+                   "version": spec.engine.version, "target": spec.engine.target},
         "upstream": {"repo": str(spec.upstream.repo), "ref": spec.upstream.ref,
                      "commit": spec.upstream.commit},
         "patches": {"repo": str(spec.patches.repo), "ref": spec.patches.ref,

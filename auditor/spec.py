@@ -27,6 +27,17 @@ SHA_RE = re.compile(r"^[0-9a-f]{40}$")
 
 
 @dataclass(frozen=True)
+class Target:
+    """A deployment of the engine: which dependency declarations reach the server."""
+
+    name: str
+    description: str
+    deployed: tuple[str, ...]  # tree-path globs, optionally ``#group``
+    # files a computed install_requires / dynamic dependencies is known to be read from
+    computed_requires_from: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class EngineProfile:
     """What auditor knows about an engine: its package, key variable, telemetry switches, server."""
 
@@ -40,12 +51,15 @@ class EngineProfile:
     request_logging_flags: tuple[str, ...]  # engine flags/env that turn prompt logging on
     extra: Mapping[str, Any] = field(default_factory=dict)
     review_areas: tuple[ReviewArea, ...] = ()  # [review_areas]: how review packets are split
+    targets: Mapping[str, Target] = field(default_factory=dict)
+    default_target: str = ""
 
 
 @dataclass(frozen=True)
 class EngineSpec:
     profile: EngineProfile
     version: str
+    target: str = ""  # a key of profile.targets ("" only for a profile without targets)
 
 
 @dataclass(frozen=True)
@@ -88,6 +102,9 @@ class DepsSpec:
     osv_path: Path | None
     typosquat_distance: int
     osv_url: str | None = None  # pip-audit's --osv-url (an OSV-compatible query endpoint)
+    lock: Path | None = None  # the exact deployed set: pinned requirements or pylock.toml
+    deployed: tuple[str, ...] | None = None  # overrides the target's deployed globs
+    max_age_days: int = 14  # an OSV snapshot older than this is not a check
 
 
 @dataclass(frozen=True)
@@ -277,8 +294,13 @@ def load_profile(name: str, *, file: Path | None = None) -> EngineProfile:
         request_logging_flags=t.strlist("request_logging_flags"),
         extra=extra,
         review_areas=_review_areas(path, areas_raw),
+        targets=_targets(t),
+        default_target=t.text("default_target", ""),
     )
     t.finish()
+    if profile.targets and profile.default_target not in profile.targets:
+        raise t.err("default_target", f"expected one of {', '.join(profile.targets)}, got "
+                    f"{profile.default_target!r}")
     return profile
 
 
@@ -286,6 +308,18 @@ def _review_areas(path: Path, raw: Mapping[str, Any]) -> tuple[ReviewArea, ...]:
     from auditor.review.areas import parse_areas
 
     return parse_areas(raw, file=path)
+def _targets(t: _Table) -> dict[str, Target]:
+    raw = t._get("targets", dict, "a table of targets", False) or {}
+    out = {}
+    for name, value in raw.items():
+        if not isinstance(value, dict):
+            raise t.err(f"targets.{name}", "expected a table")
+        tt = _Table(t.file, value, f"profile.targets.{name}")
+        out[name] = Target(name=name, description=tt.text("description", ""),
+                           deployed=tt.strlist("deployed"),
+                           computed_requires_from=tt.strlist("computed_requires_from"))
+        tt.finish()
+    return out
 
 
 # ---------------------------------------------------------------- the spec
@@ -308,7 +342,13 @@ def load_spec(path: str | Path) -> Spec:
     t = _table(file, doc, "engine", required=True)
     assert t is not None
     profile = load_profile(t.text("profile", "generic"), file=file)
-    engine = EngineSpec(profile=profile, version=t.text("version", required=True))
+    target = t.text("target", profile.default_target or None) or ""
+    if profile.targets and target not in profile.targets:
+        raise t.err("target", f"unknown target {target!r} of engine profile {profile.name!r}; "
+                    f"known: {', '.join(sorted(profile.targets))}")
+    if not profile.targets and target:
+        raise t.err("target", f"engine profile {profile.name!r} defines no targets")
+    engine = EngineSpec(profile=profile, version=t.text("version", required=True), target=target)
     t.finish()
 
     t = _table(file, doc, "upstream", required=True)
@@ -387,8 +427,18 @@ def load_spec(path: str | Path) -> Spec:
         deps = DepsSpec(vulns=vulns, osv_path=osv_path,
                         typosquat_distance=t.integer("typosquat_distance", 2, minimum=0),
                         osv_url=t.text("osv_url", check=lambda s: s.startswith(
-                            ("http://", "https://")), what="an http(s) URL"))
+                            ("http://", "https://")), what="an http(s) URL"),
+                        lock=t.path("lock", root),
+                        deployed=t.strlist("deployed") if "deployed" in t.data else None,
+                        max_age_days=t.integer("max_age_days", 14, minimum=1))
+        if deps.deployed is not None and not deps.deployed:
+            raise t.err("deployed", "an empty list deploys nothing; leave the key out to use "
+                        "the engine target's surface")
         t.finish()
+        if deps.lock is not None:
+            from auditor.deps.lock import read_lock  # the lock is untrusted: read it before work
+
+            read_lock(deps.lock)
 
     build = None
     t = _table(file, doc, "build", required=False)

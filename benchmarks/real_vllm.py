@@ -15,9 +15,11 @@ reviewer meets on real patch sets:
 4. csrc/activation_kernels.cu: a kernel tweak (benign).
 
 Then a bundle tarball of the patched tree, ``series.txt``, a small OSV snapshot dated today and
-``audit.toml``. With ``--lock`` it also resolves the runtime closure of ``vllm==VERSION`` with
-``pip install --dry-run --ignore-installed --report`` into ``vllm.lock`` (hash-pinned requirements;
-needs the package index, about a minute). Prints the spec's path.
+``audit.toml`` (``[engine] target = "cuda"``). With ``--lock`` it also resolves the closure of
+``vllm==VERSION`` and the sdist's build requirements with ``pip install --dry-run
+--ignore-installed --report`` into ``vllm.lock`` (hash-pinned requirements; needs the package
+index, about a minute) and names it in the spec (``[deps] lock = "vllm.lock"``). Prints the
+spec's path.
 """
 
 from __future__ import annotations
@@ -150,13 +152,27 @@ def osv_snapshot(root: Path) -> Path:
     return snap
 
 
-def resolve_lock(version: str, out: Path) -> None:
-    """The runtime closure of vllm==VERSION as hash-pinned requirements (needs the index)."""
+def build_requires(tree: Path) -> list[str]:
+    """``[build-system] requires`` of the sdist: the build tools are part of what is deployed."""
+    import tomllib
+
+    doc = tomllib.loads((tree / "pyproject.toml").read_text(encoding="utf-8"))
+    return [str(r) for r in doc.get("build-system", {}).get("requires", [])]
+
+
+def resolve_lock(version: str, out: Path, extra: list[str] | None = None) -> None:
+    """The closure of vllm==VERSION (plus ``extra``, its build requirements) as hash-pinned
+    requirements (needs the index). The header names the Python it was resolved with, as
+    pip-compile's does, so markers are evaluated for that environment."""
     report = out.with_suffix(".report.json")
     subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--dry-run",
-                    "--ignore-installed", "--report", str(report), f"vllm=={version}"], check=True)
+                    "--ignore-installed", "--report", str(report), f"vllm=={version}",
+                    *(extra or [])], check=True)
     data = json.loads(report.read_text(encoding="utf-8"))
-    lines = [f"# runtime closure of vllm=={version}, resolved by pip --dry-run --report"]
+    env = data.get("environment", {})
+    lines = [f"# closure of vllm=={version} and its build requirements, resolved by pip "
+             f"--dry-run --report with Python {env.get('python_version', '?')} on "
+             f"{env.get('sys_platform', '?')} {env.get('platform_machine', '?')}"]
     for item in sorted(data["install"], key=lambda i: i["metadata"]["name"].lower()):
         meta = item["metadata"]
         sha = item.get("download_info", {}).get("archive_info", {}).get("hashes", {}).get("sha256")
@@ -175,6 +191,7 @@ def build(version: str, work: Path, *, lock: bool) -> Path:
         tar.extractall(work / "unpacked", filter="data")
     (work / "unpacked" / f"vllm-{version}").rename(tree)
     shutil.rmtree(work / "unpacked")
+    build_reqs = build_requires(tree)
     git(tree, "init", "-q", "-b", "main")
     git(tree, "add", "-A")
     git(tree, "commit", "-q", "-m", f"vLLM {version} (official sdist)")
@@ -192,17 +209,17 @@ def build(version: str, work: Path, *, lock: bool) -> Path:
     shutil.rmtree(tree)
     osv_snapshot(work)
     spec_lines = [
-        "[engine]", 'profile = "vllm"', f'version = "{version}"', "",
+        "[engine]", 'profile = "vllm"', f'version = "{version}"', 'target = "cuda"', "",
         "[upstream]", 'repo = "mirrors/vllm.git"', f'ref = "v{version}"', f'commit = "{upstream}"', "",
         "[patches]", 'ref = "sm86"', 'commits_file = "series.txt"', "",
         "[bundle]", f'path = "downloads/{bundle.name}"', "strip_components = 1", "",
         "[scan]", 'scope = "diff"', "",
-        "[deps]", 'vulns = "osv:osv-snapshot"', "",
+        "[deps]", 'vulns = "osv:osv-snapshot"', *(['lock = "vllm.lock"'] if lock else []), "",
         "[service]", 'name = "vllm"', 'model = "/srv/models/llama-3-8b"',
         'api_key_file = "/etc/vllm/api-key.env"', 'client_networks = ["10.20.0.0/16"]', "",
     ]
     if lock:
-        resolve_lock(version, work / "vllm.lock")
+        resolve_lock(version, work / "vllm.lock", build_reqs)
     spec = work / "audit.toml"
     spec.write_text("\n".join(spec_lines), encoding="utf-8")
     return spec

@@ -77,19 +77,52 @@ class Declaration:
         }
 
 
+class Topic(StrEnum):
+    """What kind of thing could not be read (lets the deployed surface judge it)."""
+
+    OTHER = "other"
+    COMPUTED_REQUIRES = "computed-requires"  # install_requires / dynamic dependencies computed
+    SHELL_COMPUTED = "shell-computed"  # a pip install argument built by the shell ($X, `...`)
+
+
+@dataclass(frozen=True)
+class Skip:
+    """One thing extraction could not read, with where it is written."""
+
+    file: str
+    line: int  # 0: the whole file
+    why: str
+    group: str = ""  # as for declarations: "install_requires", "dependencies", "extras", ...
+    topic: Topic = Topic.OTHER
+
+    def __str__(self) -> str:
+        where = f"{self.file}:{self.line}" if self.line else self.file
+        return f"{where}: {self.why}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"file": self.file, "line": self.line, "group": self.group,
+                "topic": self.topic.value, "text": str(self)}
+
+
 @dataclass(frozen=True)
 class Extraction:
     declarations: tuple[Declaration, ...] = ()
-    not_checked: tuple[str, ...] = ()
+    skipped: tuple[Skip, ...] = ()
     files: tuple[str, ...] = ()  # the files that were read
     # requirements files another file points at (setup.cfg ``file:``, setuptools dynamic):
     # (path as written, relative to the folder of ``from_file``, from_file, line)
     references: tuple[tuple[str, str, int], ...] = ()
+    # requirements includes resolved in the tree: (including file, included file)
+    includes: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def not_checked(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(str(s) for s in self.skipped))
 
     def __add__(self, other: Extraction) -> Extraction:
         return Extraction(self.declarations + other.declarations,
-                          self.not_checked + other.not_checked, self.files + other.files,
-                          self.references + other.references)
+                          self.skipped + other.skipped, self.files + other.files,
+                          self.references + other.references, self.includes + other.includes)
 
 
 @dataclass
@@ -98,7 +131,7 @@ class Collector:
 
     file: str
     declarations: list[Declaration] = field(default_factory=list)
-    not_checked: list[str] = field(default_factory=list)
+    skipped: list[Skip] = field(default_factory=list)
     end_line: int = 0  # set by a parser while it reads a declaration spanning lines
     references: list[tuple[str, str, int]] = field(default_factory=list)
 
@@ -106,9 +139,8 @@ class Collector:
         """``target`` (relative to this file's folder) is a requirements file to read too."""
         self.references.append((target, self.file, line))
 
-    def skip(self, line: int, why: str) -> None:
-        where = f"{self.file}:{line}" if line else self.file
-        self.not_checked.append(f"{where}: {why}")
+    def skip(self, line: int, why: str, *, group: str = "", topic: Topic = Topic.OTHER) -> None:
+        self.skipped.append(Skip(self.file, line, why, group, topic))
 
     def requirement(self, text: str, line: int, *, group: str = "", hashes: tuple[str, ...] = (),
                     raw: str | None = None) -> Declaration | None:
@@ -130,8 +162,8 @@ class Collector:
     def done(self) -> Extraction:
         decls = tuple(replace(d, url=scrub_url(d.url) if d.url else d.url, text=scrub_url(d.text))
                       for d in self.declarations)
-        return Extraction(decls, tuple(scrub_url(n) for n in self.not_checked), (self.file,),
-                          tuple(self.references))
+        return Extraction(decls, tuple(replace(s, why=scrub_url(s.why)) for s in self.skipped),
+                          (self.file,), tuple(self.references))
 
 
 _USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.\-]*://)(?P<user>[^/@\s:]*)"

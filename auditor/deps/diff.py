@@ -36,6 +36,7 @@ class Issue:
     decl: Declaration
     message: str
     upstream_side: bool = False  # the declaration is upstream's (a removal)
+    in_lock: bool = False  # the "declaration" is an entry of the lock, outside the tree
 
 
 @dataclass(frozen=True)

@@ -4,28 +4,41 @@ Both trees are read statically (upstream through git, the bundle from its verifi
 is built, installed or run. Findings are attributed to the series commit that introduced the
 declaring line, and get their action from the policy.
 
+The deployed surface (:mod:`auditor.deps.surface`, from the engine target or ``[deps]
+deployed``) decides what counts: declarations off it are still read, diffed and attributed, but
+their unpinned ranges are not a reason and their pins are not looked up. With ``[deps] lock``
+(:mod:`auditor.deps.lock`) the lock's versions are looked up instead, and a deployed declaration
+the lock does not satisfy is a finding (:mod:`auditor.deps.lockcheck`).
+
 Fail-closed choices:
 
 * ``deps.vulns = "none"`` is recorded as not checked and so makes the stage INCOMPLETE: an audit
   that looked up no advisory data must not exit 0.
-* Every bundle dependency that cannot be looked up (not pinned to one version, a direct URL, a
-  CMake fetch) is listed as not checked, one line per package.
-* What the extractors could not read in the *bundle* (a computed ``install_requires``, a malformed
-  file) is not checked. The same for *upstream* is only listed (``upstream_not_checked``): a blind
-  spot in the baseline can only make the bundle's dependencies look more new, never less.
+* Without a lock, deployed dependencies that cannot be looked up (not pinned to one version, a
+  direct URL, a CMake fetch not pinned to content) are ONE not-checked reason naming their count
+  and the fix; the list is ``unpinned_deployed`` in the details.
+* What the extractors could not read in a *deployed* bundle file (a computed
+  ``install_requires``, a malformed file, a ``pip install $X``) is not checked, unless the engine
+  profile names the deployed file a computed ``install_requires`` is read from. The same off the
+  surface is listed (``not_deployed_not_checked``); for *upstream* it is only listed
+  (``upstream_not_checked``).
+* An OSV snapshot whose newest record is older than ``[deps] max_age_days`` is not a check.
 * A vulnerability whose record gives no usable severity is reported as ``high``.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
+import datetime as dt
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, assert_never
 
-from auditor.deps.declaration import Declaration, Extraction, Kind
+from auditor.deps.declaration import Declaration, Extraction, Kind, Skip, Topic
 from auditor.deps.diff import DepsDiff, Issue, diff
 from auditor.deps.extract import extract_tree
+from auditor.deps.lock import Lock, marker_holds, read_lock
+from auditor.deps.lockcheck import drift_issues
+from auditor.deps.surface import Surface, build_surface, split
 from auditor.deps.tree import DirTree, GitTree, Tree
 from auditor.deps.typosquat import popular_packages
 from auditor.deps.vulns.interface import (
@@ -62,13 +75,18 @@ def source_kind(vulns: str) -> SourceKind:
     return SourceKind(vulns)
 
 
-def make_source(deps: DepsSpec, workdir: Path, *, online: bool) -> VulnerabilitySource:
+def make_source(deps: DepsSpec, workdir: Path, *, online: bool,
+                lock: Lock | None = None) -> VulnerabilitySource:
     kind = source_kind(deps.vulns)
     if kind is SourceKind.OSV:
         assert deps.osv_path is not None
         return OsvSnapshotSource(deps.osv_path)
     if kind is SourceKind.PIP_AUDIT:
-        return PipAuditSource(workdir / "deps", online=online, osv_url=deps.osv_url)
+        hashed = lock is not None and lock.format == "requirements" and all(
+            p.hashes for p in lock.packages) and len({p.name for p in lock.packages}) == len(
+            lock.packages)
+        return PipAuditSource(workdir / "deps", online=online, osv_url=deps.osv_url,
+                              hashed_lock=lock.path if hashed and lock is not None else None)
     if kind is SourceKind.NONE:
         return NoSource()
     assert_never(kind)
@@ -78,29 +96,28 @@ def policy_for(spec: Spec) -> Policy:
     return load_policy(spec.scan.policy if spec.scan else POLICIES_DIR / "default.toml")
 
 
-def split_pins(bundle: Sequence[Declaration]) -> tuple[list[Package], list[str]]:
-    """Exactly pinned PyPI packages to look up, and one not-checked line per other package."""
+def why_unpinned(d: Declaration) -> str:
+    if d.kind is Kind.PYPI:
+        return f"not pinned to one version ({d.specifier or 'any version'})"
+    if d.kind in (Kind.URL, Kind.VCS):
+        return "a direct URL/VCS requirement has no version to look up"
+    return "a CMake fetch has no PyPI version to look up"
+
+
+def partition_pins(decls: Sequence[Declaration]) -> tuple[list[Package], list[Declaration]]:
+    """Exactly pinned PyPI packages to look up, and the package declarations that are not."""
     pinned: dict[tuple[str, str], Package] = {}
-    others: dict[str, list[Declaration]] = defaultdict(list)
-    for d in bundle:
+    others: list[Declaration] = []
+    for d in decls:
         if d.kind is Kind.PYPI and d.pin:
             pinned[(d.name, d.pin)] = Package(d.name, d.pin)
-        elif d.kind is not Kind.INDEX:
-            others[d.name].append(d)
-    lines = []
-    for name in sorted(others):
-        decls = others[name]
-        first = decls[0]
-        where = f"{first.file}:{first.line}" + (f" and {len(decls) - 1} more" if len(decls) > 1
-                                                 else "")
-        if first.kind is Kind.PYPI:
-            why = f"not pinned to one version ({first.specifier or 'any version'})"
-        elif first.kind in (Kind.URL, Kind.VCS):
-            why = "a direct URL/VCS requirement has no version to look up"
+        elif d.kind is Kind.INDEX or d.group == "constraint":
+            continue
+        elif d.kind in (Kind.CMAKE_GIT, Kind.CMAKE_URL) and (d.pinned_ref or d.hash):
+            continue  # pinned to content; no advisory database covers it by version
         else:
-            why = "a CMake fetch has no PyPI version to look up"
-        lines.append(f"vulnerabilities: {name} not checked: {why} at {where}")
-    return sorted(pinned.values(), key=lambda p: (p.name, p.version)), lines
+            others.append(d)
+    return sorted(pinned.values(), key=lambda p: (p.name, p.version)), others
 
 
 class Attributor:
@@ -159,7 +176,9 @@ _SEVERITY = {"critical": Severity.CRITICAL, "high": Severity.HIGH, "medium": Sev
 def _finding(issue: Issue, att: Attributor, policy: Policy) -> Finding:
     d = issue.decl
     message = issue.message
-    if issue.upstream_side:
+    if issue.in_lock:
+        commit, inherited = None, False
+    elif issue.upstream_side:
         commit, inherited = att.removal(d.file, d.line), False
         message += f" (was line {d.line} upstream)"
     else:
@@ -192,6 +211,55 @@ def vulnerability_issues(vulns: Sequence[Vulnerability], bundle: Sequence[Declar
     return out
 
 
+def lock_vulnerability_issues(vulns: Sequence[Vulnerability], deployed: Sequence[Declaration],
+                              lock: Lock, lock_label: str) -> list[Issue]:
+    """Vulnerabilities of the lock's versions: at each deployed declaration of the package, or
+    at the lock's own line for a package only the lock names (a transitive dependency)."""
+    out = []
+    by_name = lock.by_name()
+    for v in vulns:
+        decls = [d for d in deployed if d.kind.is_package and d.name == v.package
+                 and marker_holds(d.markers, lock.env) and d.group != "constraint"]
+        aliases = f" ({', '.join(v.aliases)})" if v.aliases else ""
+        fixed = f"; fixed in {', '.join(v.fixed)}" if v.fixed else "; no fixed version"
+        summary = f": {v.summary}" if v.summary else ""
+        severity = _SEVERITY.get(v.severity or "", Severity.HIGH)
+        text = f"{v.package}=={v.version} (in the lock {lock_label}) is affected by {v.id}" \
+            f"{aliases}{fixed}{summary}"
+        for d in decls:
+            out.append(Issue("dependency.vulnerable", severity, d, text))
+        if not decls:
+            entry = next((p for p in by_name.get(v.package, []) if p.version == v.version), None)
+            line = entry.line if entry else 0
+            lock_decl = Declaration(name=v.package, specifier=f"=={v.version}", pin=v.version,
+                                    markers="", url=None, kind=Kind.PYPI, file=lock_label,
+                                    line=line, group="lock", text=f"{v.package}=={v.version}")
+            out.append(Issue("dependency.vulnerable", severity, lock_decl,
+                             text + " (a dependency of a dependency: no deployed file names it)",
+                             in_lock=True))
+    return out
+
+
+def snapshot_age(report: VulnReport, max_age_days: int, now: dt.datetime) -> str | None:
+    """A not-checked line when the OSV snapshot is older than ``max_age_days``, else None."""
+    if report.source.kind is not SourceKind.OSV or not report.source.records:
+        return None
+    date = report.source.date
+    try:
+        newest = dt.datetime.fromisoformat(str(date).replace("Z", "+00:00"))
+    except ValueError:
+        return (f"vulnerabilities: the OSV snapshot's date {date!r} cannot be read, so its age is "
+                "unknown: not checked")
+    if newest.tzinfo is None:
+        newest = newest.replace(tzinfo=dt.UTC)
+    age = (now - newest).days
+    if age <= max_age_days:
+        return None
+    return (f"vulnerabilities: the OSV snapshot is {age} days old (newest record modified "
+            f"{newest.date().isoformat()}; [deps] max_age_days = {max_age_days}): advisories "
+            "published since are not checked; refresh it with `auditor osv fetch`")
+
+
 def _fetch_json(d: Declaration) -> dict[str, Any]:
     return {"name": d.name, "kind": d.kind.value, "repository": d.url if d.kind is Kind.CMAKE_GIT
             else None, "tag": d.ref, "url": d.url if d.kind is Kind.CMAKE_URL else None,
@@ -199,9 +267,11 @@ def _fetch_json(d: Declaration) -> dict[str, Any]:
             "file": d.file, "line": d.line}
 
 
-def build_details(up: Extraction, b: Extraction, dd: DepsDiff, report: VulnReport
-                  ) -> dict[str, Any]:
-    return {
+def build_details(up: Extraction, b: Extraction, dd: DepsDiff, report: VulnReport,
+                  surface: Surface | None = None, lock: Lock | None = None,
+                  unpinned: Sequence[Declaration] = (), notes: Sequence[str] = (),
+                  skipped_off: Sequence[Skip] = (), lock_label: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {
         "upstream": [d.to_json() for d in up.declarations],
         "bundle": [d.to_json() for d in b.declarations],
         "added": [d.to_json() for d in dd.added],
@@ -217,6 +287,39 @@ def build_details(up: Extraction, b: Extraction, dd: DepsDiff, report: VulnRepor
         "files": {"upstream": list(up.files), "bundle": list(b.files)},
         "upstream_not_checked": list(up.not_checked),
     }
+    if surface is not None:
+        out["surface"] = surface.to_json()
+        out["deployed"] = [d.to_json() for d in b.declarations if surface.deployed(d)]
+        out["not_deployed"] = [d.to_json() for d in b.declarations if not surface.deployed(d)]
+        out["not_deployed_not_checked"] = [s.to_json() for s in skipped_off]
+    out["lock"] = lock.to_json() | {"path": lock_label} if lock is not None else None
+    out["unpinned_deployed"] = [d.to_json() | {"why": why_unpinned(d)} for d in unpinned]
+    out["notes"] = list(notes)
+    return out
+
+
+def surface_for(spec: Spec, b: Extraction) -> Surface:
+    deps = spec.deps
+    assert deps is not None
+    target = spec.profile.targets.get(spec.engine.target)
+    if deps.deployed is not None:
+        return build_surface(deps.deployed, b, target="custom", source="[deps] deployed",
+                             computed_requires_from=target.computed_requires_from
+                             if target else ())
+    if target is None:
+        return build_surface(("**",), b, target="all",
+                             source=f"profile {spec.profile.name}: no targets, everything")
+    return build_surface(target.deployed, b, target=target.name,
+                         source=f"profile {spec.profile.name}, target {target.name}",
+                         computed_requires_from=target.computed_requires_from)
+
+
+def unpinned_reason(unpinned: Sequence[Declaration]) -> str:
+    names = sorted({d.name for d in unpinned})
+    head = ", ".join(names[:5]) + (f", … (+{len(names) - 5})" if len(names) > 5 else "")
+    return (f"vulnerabilities of {len(unpinned)} unpinned deployed requirement(s) not checked "
+            f"({head}): give [deps] lock (a pinned requirements file or pylock.toml of what is "
+            "deployed); the list is in deps.unpinned_deployed")
 
 
 class DepsStage(Stage):
@@ -235,23 +338,85 @@ class DepsStage(Stage):
             upstream_tree = GitTree(Git(ws.upstream_repo), ws.upstream_commit)
             up = extract_tree(upstream_tree)
             b = extract_tree(DirTree(ws.bundle_root, ws.manifest))
+        lock = read_lock(deps.lock) if deps.lock is not None else None
+        lock_label = _lock_label(ctx.spec, deps.lock)
+        surface = surface_for(ctx.spec, b)
         dd = diff(up.declarations, b.declarations, typosquat_distance=deps.typosquat_distance,
                   popular=popular_packages())
-        pinned, unpinned = split_pins(b.declarations)
-        source = make_source(deps, ctx.workdir, online=ctx.options.online)
+        deployed, _ = split(b.declarations, surface)
+        notes: list[str] = []
+        if lock is not None:
+            pinned = sorted({Package(p.name, p.version) for p in lock.active()
+                             if p.version and not p.url}, key=lambda p: (p.name, p.version))
+            unpinned: list[Declaration] = []
+            by_url = [p for p in lock.active() if p.url]
+            if by_url:
+                notes.append(f"{len(by_url)} lock entr(ies) come from a URL, not the index: "
+                             + ", ".join(f"{p.name} ({p.url})" for p in by_url[:10]))
+            lock_gaps = [f"vulnerabilities: {p.name} (lock line {p.line}) not checked: locked by "
+                         "URL without a version" for p in by_url if not p.version]
+            pinned += [Package(p.name, p.version) for p in by_url if p.version]
+        else:
+            pinned, unpinned = partition_pins(deployed)
+            lock_gaps = []
+        source = make_source(deps, ctx.workdir, online=ctx.options.online, lock=lock)
         with ctx.status(f"vulnerabilities of {len(pinned)} pinned packages: {deps.vulns}"):
             report = source.check(pinned)
         att = Attributor(ws, upstream_tree)
-        issues = list(dd.issues) + vulnerability_issues(report.vulnerabilities, b.declarations)
+        issues = list(dd.issues)
+        if lock is not None:
+            issues += lock_vulnerability_issues(report.vulnerabilities, deployed, lock,
+                                                lock_label)
+            issues += drift_issues(deployed, dd.added, lock, lock_label)
+        else:
+            issues += vulnerability_issues(report.vulnerabilities, deployed)
         findings = [_finding(i, att, policy) for i in issues]
         if ctx.spec.scan is not None and ctx.spec.scan.waivers is not None:
             findings = apply_waivers(findings, load_waivers(ctx.spec.scan.waivers))
         findings.sort(key=lambda f: (f.path, f.line, f.rule, f.message))
-        not_checked = tuple(dict.fromkeys([*b.not_checked, *report.not_checked, *unpinned]))
+        skipped_on: list[str] = []
+        skipped_off: list[Skip] = []
+        shell: dict[str, list[Skip]] = {}
+        for sk in b.skipped:
+            if not surface.skip_deployed(sk):
+                skipped_off.append(sk)
+                continue
+            covered = surface.covers_computed(sk)
+            if covered is not None:
+                notes.append(f"{sk}: the engine profile reads it from {covered}, which is on "
+                             "the deployed surface")
+                continue
+            if sk.topic is Topic.SHELL_COMPUTED:
+                shell.setdefault(sk.file, []).append(sk)
+                continue
+            skipped_on.append(str(sk))
+        # one reason per deployed file for what its shell computes (the list is in the details)
+        skipped_on += [f"{file}: {len(sks)} pip install argument(s) or package source(s) "
+                       "computed by the shell: what they install is not checked (listed in "
+                       "deps.shell_computed)" for file, sks in sorted(shell.items())]
+        reasons_nc = [*skipped_on, *report.not_checked, *lock_gaps]
+        if unpinned:
+            reasons_nc.append(unpinned_reason(unpinned))
+        too_old = snapshot_age(report, deps.max_age_days, dt.datetime.now(dt.UTC))
+        if too_old:
+            reasons_nc.append(too_old)
+        not_checked = tuple(dict.fromkeys(reasons_nc))
         return StageResult(
             name=self.name,
             status=status_for(findings, not_checked, ()),
-            details=build_details(up, b, dd, report),
+            details=build_details(up, b, dd, report, surface, lock, unpinned, notes,
+                                  skipped_off, lock_label)
+            | {"shell_computed": [sk.to_json() for sks in shell.values() for sk in sks]},
             findings=tuple(findings),
             not_checked=not_checked,
         )
+
+
+def _lock_label(spec: Spec, lock: Path | None) -> str:
+    """The lock as findings name it: relative to the spec's folder when inside it."""
+    if lock is None:
+        return ""
+    try:
+        return lock.relative_to(spec.root).as_posix()
+    except ValueError:
+        return lock.name

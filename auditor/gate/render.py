@@ -144,6 +144,10 @@ def gate_markdown(g: GateResult) -> str:
                      more="in gate.json")
         out.append("")
 
+    if g.not_checked.carried:
+        out += ["## Not checked, accepted in the baseline", ""]
+        out += [f"- {md(stage)}: {md(r)}" for stage, r in g.not_checked.carried[:200]]
+        out.append("")
     out += ["## Dependencies since the baseline", ""]
     d = g.deps
     if not d.compared:

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+from auditor.gate.carry import CarriedReasons, carry_reasons, without_carried
 from auditor.gate.compare import DepsDiff, FindingDiff, compare_deps, compare_findings
 from auditor.gate.match import CommitMatch, counts, entries, match_series
 from auditor.model import AuditResult, StageStatus, Verdict, compute_verdict
@@ -32,6 +33,7 @@ class GateResult:
     deps: DepsDiff
     baseline_path: str = ""
     review: Mapping[str, Any] | None = None  # sign-offs carried, asked for, no longer needed
+    not_checked: CarriedReasons = CarriedReasons((), ())
 
     def commit_for(self, sha: str | None) -> CommitMatch | None:
         for m in self.series:
@@ -64,6 +66,7 @@ class GateResult:
                 "resolved": [clean_finding(f).to_json() for f in self.findings.resolved],
             },
             "deps": self.deps.to_json(),
+            "not_checked": self.not_checked.to_json(),
         } | ({"review": dict(self.review)} if self.review is not None else {})
 
 
@@ -90,8 +93,12 @@ def decide(baseline: AuditResult, audit: AuditResult, *, baseline_path: str = ""
     carried = set(map(id, findings.carried))
     stages = [replace(st, findings=tuple(f for f in st.findings if id(f) not in carried))
               for st in audit.stages.values()]
-    verdict, reasons = compute_verdict(stages)
+    accepted = carry_reasons(baseline, audit)
+    verdict, reasons = compute_verdict(without_carried(stages, accepted))
     extra = []
+    if accepted.carried:
+        extra.append(f"{len(accepted.carried)} not-checked reason(s) accepted in the baseline "
+                     "(same reason, same declaration) carried, not counted")
     if findings.carried:
         extra.append(f"{len(findings.carried)} finding(s) already reviewed in the baseline "
                      "(same fingerprint) carried, not counted")
@@ -110,14 +117,15 @@ def decide(baseline: AuditResult, audit: AuditResult, *, baseline_path: str = ""
                      "findings were not carried")
     if verdict is Verdict.PASS:
         reasons = ("no new blocking or review finding since the baseline, the proof holds and "
-                   "every requested check ran",)
+                   "every requested check ran"
+                   + (" or was accepted unchecked in the baseline" if accepted.carried else ""),)
     for st in audit.stages.values():
         if st.name == "verify" and st.status is StageStatus.NOT_REQUESTED:
             extra.append("verify was not requested: the series could not be matched")
     return GateResult(verdict=verdict, reasons=tuple(reasons) + tuple(extra), baseline=baseline,
                       audit=audit, series=series, series_known=series_known, findings=findings,
                       deps=compare_deps(_deps(baseline), _deps(audit)),
-                      baseline_path=baseline_path,
+                      baseline_path=baseline_path, not_checked=accepted,
                       review=carry.to_json() if carry is not None else None)
 
 

@@ -240,6 +240,7 @@ def _deps(v: ReportView, h2: str) -> list[str]:
                        + (f" … (+{len(items) - MAX_ROWS})" if len(items) > MAX_ROWS else ""))
         else:
             out.append(f"- {label}: none")
+    out += _deps_surface(d)
     src = as_map(d.get("source"))
     if src:
         out.append(f"- vulnerability data: {md(src.get('kind'))}"
@@ -254,6 +255,44 @@ def _deps(v: ReportView, h2: str) -> list[str]:
     else:
         out.append("No known vulnerabilities in the data consulted.")
     out.append("")
+    return out
+
+
+def _deps_surface(d: Mapping[str, Any]) -> list[str]:
+    """The deployed surface in one line, the lock, and what is not deployed or not pinned."""
+    out = []
+    surface = as_map(d.get("surface"))
+    if surface:
+        out.append(f"- {md(surface.get('summary'))}")
+    lock = as_map(d.get("lock"))
+    if lock:
+        out.append(f"- lock: {code(lock.get('path'))} ({md(lock.get('format'))}, "
+                   f"{len(as_list(lock.get('packages')))} packages, markers for "
+                   f"{md(lock.get('environment'))})")
+    unpinned = as_list(d.get("unpinned_deployed"))
+    if unpinned:
+        out.append(f"- unpinned deployed requirements, vulnerabilities not checked "
+                   f"({len(unpinned)}): "
+                   + ", ".join(md(f"{dep_text(x)}:{as_map(x).get('line')}")
+                               for x in unpinned[:MAX_ROWS])
+                   + (f" … (+{len(unpinned) - MAX_ROWS})" if len(unpinned) > MAX_ROWS else ""))
+    for note in as_list(d.get("notes"))[:MAX_ROWS]:
+        out.append(f"- note: {md(note)}")
+    off = as_list(d.get("not_deployed"))
+    if surface and (off or as_list(d.get("not_deployed_not_checked"))):
+        files = sorted({as_text(as_map(x).get("file")) for x in off})
+        out += ["", "### Not deployed", "",
+                f"{len(off)} declaration(s) in {len(files)} file(s) off the deployed surface: "
+                "diffed and attributed when the series changes them, not looked up for "
+                "vulnerabilities, and their unpinned ranges are no reason for INCOMPLETE.", ""]
+        out.append("- files: " + ", ".join(code(f) for f in files[:MAX_ROWS])
+                   + (f" … (+{len(files) - MAX_ROWS})" if len(files) > MAX_ROWS else ""))
+        skipped = as_list(d.get("not_deployed_not_checked"))
+        if skipped:
+            out.append(f"- not read there ({len(skipped)}): "
+                       + "; ".join(md(as_map(x).get("text")) for x in skipped[:20])
+                       + (f" … (+{len(skipped) - 20})" if len(skipped) > 20 else ""))
+        out.append("")
     return out
 
 

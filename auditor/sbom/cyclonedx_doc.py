@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import uuid
 import warnings
 from collections.abc import Mapping, Sequence
@@ -210,6 +211,20 @@ def _module_component(m: Module) -> Component:
                           + [("module:command", c) for c in m.commands]))
 
 
+_HASH_ALGS = {"sha256": HashAlgorithm.SHA_256, "sha384": HashAlgorithm.SHA_384,
+              "sha512": HashAlgorithm.SHA_512, "md5": HashAlgorithm.MD5}
+
+
+def _lock_hashes(hashes: Sequence[str]) -> list[HashType]:
+    """``alg:hex`` values of a lock entry as CycloneDX hashes (unknown algorithms left out)."""
+    out = []
+    for h in dict.fromkeys(hashes):
+        alg, _, hexdigest = h.partition(":")
+        if alg.lower() in _HASH_ALGS and re.fullmatch(r"[0-9a-fA-F]+", hexdigest):
+            out.append(HashType(alg=_HASH_ALGS[alg.lower()], content=hexdigest.lower()))
+    return out
+
+
 def _dependency_components(f: SbomFacts) -> tuple[list[Component], dict[str, list[str]]]:
     """Components for the declared dependencies; also canonical name -> their bom-refs."""
     comps: list[Component] = []
@@ -232,11 +247,12 @@ def _dependency_components(f: SbomFacts) -> tuple[list[Component], dict[str, lis
             refs = _ref(ExternalReferenceType.DISTRIBUTION, d.url)
         comps.append(Component(
             type=ComponentType.LIBRARY, bom_ref=ref, name=d.name, version=d.pin, purl=purl,
-            external_references=refs,
+            external_references=refs, hashes=_lock_hashes(d.hashes),
             properties=_props([("dependency:kind", d.kind), ("dependency:specifier", d.specifier),
                                ("dependency:pinned", d.pin is not None),
                                ("dependency:url", d.url)]
-                              + [("dependency:declared-in", loc) for loc in d.locations])))
+                              + [("dependency:locked-in" if d.locked else "dependency:declared-in",
+                                  loc) for loc in d.locations])))
         by_name.setdefault(str(canonicalize_name(d.name)), []).append(ref)
     for c in f.deps.cmake_fetches:
         ref = f"auditor:cmake:{c.name}"

@@ -109,6 +109,8 @@ class Dependency:
     url: str | None
     kind: str
     locations: tuple[str, ...]  # "file:line" of every declaration
+    hashes: tuple[str, ...] = ()  # "alg:hex" (from the lock)
+    locked: bool = False  # the component comes from [deps] lock
 
 
 @dataclass(frozen=True)
@@ -248,7 +250,12 @@ def read_deps(result: StageResult | None) -> DepsInfo:
     merged: dict[Key, list[str]] = {}
     names: dict[Key, str] = {}  # the first spelling of each package's name
     indexes: list[str] = []
-    for dep in items("bundle"):
+    lock = d.get("lock") if isinstance(d.get("lock"), Mapping) else None
+    locked = _lock_dependencies(lock, problems) if lock is not None else []
+    # with a lock, the lock is what is shipped; else the deployed declarations (all of them
+    # for an audit written before the deployed surface existed)
+    declared = [] if lock is not None else items("deployed" if "deployed" in d else "bundle")
+    for dep in declared:
         kind = (_str(dep.get("kind")) or "pypi").lower()
         url = _str(dep.get("url"))
         if kind == "index":
@@ -270,9 +277,13 @@ def read_deps(result: StageResult | None) -> DepsInfo:
         merged.setdefault(key, [])
         if loc and loc not in merged[key]:
             merged[key].append(loc)
-    deps = tuple(Dependency(name=names[key], pin=key[1], url=key[2], kind=key[3],
-                            specifier=key[4], locations=tuple(locs))
-                 for key, locs in merged.items())
+    deps = tuple(locked) + tuple(
+        Dependency(name=names[key], pin=key[1], url=key[2], kind=key[3], specifier=key[4],
+                   locations=tuple(locs)) for key, locs in merged.items())
+    if lock is not None:
+        for dep in items("bundle"):
+            if (_str(dep.get("kind")) or "").lower() == "index":
+                _add_index(indexes, _str(dep.get("name")), _str(dep.get("url")))
 
     fetches = []
     for f in items("cmake_fetches"):
@@ -314,6 +325,29 @@ def read_deps(result: StageResult | None) -> DepsInfo:
                     vuln_source={k: str(val) for k, val in (source or {}).items()
                                  if val is not None and not isinstance(val, (dict, list))},
                     problems=tuple(problems))
+
+
+def _lock_dependencies(lock: Mapping[str, Any], problems: list[str]) -> list[Dependency]:
+    """The packages of ``deps.lock`` (name, version, hashes, the lock's line)."""
+    raw = lock.get("packages")
+    if not isinstance(raw, Sequence) or isinstance(raw, str):
+        problems.append("deps: lock.packages is not a list")
+        return []
+    label = _str(lock.get("path")) or "lock"
+    out = []
+    for p in raw:
+        name = _str(p.get("name")) if isinstance(p, Mapping) else None
+        if name is None:
+            problems.append("deps: a lock entry without a name")
+            continue
+        assert isinstance(p, Mapping)
+        url = _str(p.get("url"))
+        hashes = tuple(h for h in _strs(p.get("hashes")) if ":" in h)
+        where = f"{label}:{p.get('line')}" if p.get("line") is not None else label
+        out.append(Dependency(name=name, specifier=None, pin=_str(p.get("version")), url=url,
+                              kind="url" if url else "pypi", locations=(where,), hashes=hashes,
+                              locked=True))
+    return out
 
 
 def _add_index(indexes: list[str], option: str | None, url: str | None) -> None:

@@ -8,7 +8,7 @@ from deps_osv_records import RECORDS, record, validate, write_snapshot
 from packaging.version import Version
 
 from auditor.deps.declaration import parse_requirement
-from auditor.deps.stage import split_pins
+from auditor.deps.stage import partition_pins, unpinned_reason, why_unpinned
 from auditor.deps.vulns.interface import NoSource, Package, SourceKind
 from auditor.deps.vulns.osv import OsvSnapshotSource, in_range
 
@@ -88,16 +88,17 @@ def test_osv_event_evaluation():
         True, False, False, True, False]
 
 
-def test_unpinned_requirements_are_not_checked_per_package():
+def test_unpinned_requirements_are_set_apart_from_pins():
     decls = [parse_requirement(t, "requirements.txt", i)
              for i, t in enumerate(["a==1.0", "b>=2", "b<5", "c @ https://x.example/c.whl"], 1)]
-    pinned, lines = split_pins(decls)
+    pinned, others = partition_pins(decls)
     assert pinned == [Package("a", "1.0")]
-    assert lines == [
-        "vulnerabilities: b not checked: not pinned to one version (>=2) at requirements.txt:2 "
-        "and 1 more",
-        "vulnerabilities: c not checked: a direct URL/VCS requirement has no version to look up "
-        "at requirements.txt:4"]
+    assert [(d.name, d.line, why_unpinned(d)) for d in others] == [
+        ("b", 2, "not pinned to one version (>=2)"), ("b", 3, "not pinned to one version (<5)"),
+        ("c", 4, "a direct URL/VCS requirement has no version to look up")]
+    assert unpinned_reason(others).startswith(
+        "vulnerabilities of 3 unpinned deployed requirement(s) not checked (b, c): give [deps] "
+        "lock")
 
 
 def test_none_is_recorded_as_deliberately_not_checked():

@@ -79,6 +79,20 @@ def test_pip_audit_finds_the_vulnerable_pin_and_checks_the_rest(osv_server, tmp_
     assert rep.source.location == osv_server
 
 
+def test_pip_audit_reads_a_hashed_lock_itself(osv_server, tmp_path):
+    lock = tmp_path / "requirements.lock"
+    lock.write_text("# pip-compile --generate-hashes\n"
+                    f"uvicorn==0.29.0 \\\n    --hash=sha256:{'a' * 64}\n    # via -r x.in\n"
+                    f"fastapi==0.110.0 \\\n    --hash=sha256:{'b' * 64}\n")
+    work = tmp_path / "work"
+    rep = PipAuditSource(work, online=True, osv_url=osv_server, hashed_lock=lock).check(
+        [Package("uvicorn", "0.29.0"), Package("fastapi", "0.110.0")])
+    assert [(v.id, v.package, v.version) for v in rep.vulnerabilities] == [
+        ("PYSEC-2026-0200", "uvicorn", "0.29.0")]
+    assert rep.not_checked == ()
+    assert not list(work.glob("pip-audit-requirements-*.txt"))  # no copy: the lock itself
+
+
 def test_a_failing_service_is_not_checked_never_clean(osv_server, tmp_path):
     rep = PipAuditSource(tmp_path, online=True, osv_url=osv_server).check(
         [Package("broken", "1.0"), Package("fastapi", "0.110.0")])

@@ -144,10 +144,22 @@ def test_diff_and_sbom_fields(result):
 def test_what_cannot_be_looked_up_makes_it_incomplete(result):
     code, data, _ = result
     assert code == 3 and data["status"] == "incomplete"
-    text = "\n".join(data["not_checked"])
-    assert "turbo not checked: a direct URL/VCS requirement" in text
-    assert "sparse not checked: a CMake fetch" in text
-    assert "cutlass not checked: a CMake fetch" in text
+    # one reason for everything unpinned (generic profile: the whole tree is deployed) ...
+    unpinned = [n for n in data["not_checked"] if "unpinned deployed" in n]
+    assert len(unpinned) == 1
+    assert unpinned[0].startswith("vulnerabilities of 3 unpinned deployed requirement(s) "
+                                  "not checked (cutlass, sparse, turbo): give [deps] lock")
+    # ... with the list in the details; a CMake fetch pinned to a full sha is not in it
+    listed = {(d["name"], d["why"]) for d in data["unpinned_deployed"]}
+    assert listed == {
+        ("turbo", "a direct URL/VCS requirement has no version to look up"),
+        ("sparse", "a CMake fetch has no PyPI version to look up"),
+        ("cutlass", "a CMake fetch has no PyPI version to look up")}
+    assert data["surface"]["target"] == "all" and data["surface"]["globs"] == ["**"]
+    # the snapshot's newest record (2026-04-01) is far older than the 14-day default
+    aged = [n for n in data["not_checked"] if "OSV snapshot is" in n]
+    assert len(aged) == 1 and "newest record modified 2026-04-01" in aged[0]
+    assert "max_age_days = 14" in aged[0]
 
 
 def test_policy_decides_the_action(case):

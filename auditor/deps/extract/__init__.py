@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import PurePosixPath
 
-from auditor.deps.declaration import Extraction
+from auditor.deps.declaration import Extraction, Skip
 from auditor.deps.extract import cmake, pyproject, requirements, setupcfg, setuppy, shell
 from auditor.deps.tree import Tree, select
 
@@ -34,7 +34,7 @@ def extract_tree(tree: Tree) -> Extraction:
     for path in singles:
         data = contents.get(path)
         if data is None:
-            result += Extraction(not_checked=(f"{path}: could not be read (too large)",),
+            result += Extraction(skipped=(Skip(path, 0, "could not be read (too large)"),),
                                  files=(path,))
             continue
         text = data.decode("utf-8", "replace")
@@ -47,12 +47,15 @@ def extract_tree(tree: Tree) -> Extraction:
     for target, origin, line in result.references:
         resolved, why = requirements.resolve(origin, target, known)
         if resolved is None:
-            result += Extraction(not_checked=(f"{origin}:{line}: {target!r}: {why}",))
-        elif resolved not in req_paths:
-            req_paths.append(resolved)
+            result += Extraction(skipped=(Skip(origin, line, f"{target!r}: {why}"),))
+        else:
+            result += Extraction(includes=((origin, resolved),))
+            if resolved not in req_paths:
+                req_paths.append(resolved)
     for p, data in tree.read_many(req_paths).items():
         cache[p] = None if data is None else data.decode("utf-8", "replace")
     result += requirements.extract(req_paths, read, known)
     return Extraction(tuple(sorted(set(result.declarations), key=lambda d: d.sort_key)),
-                      tuple(dict.fromkeys(result.not_checked)),
-                      tuple(sorted(set(result.files))))
+                      tuple(dict.fromkeys(result.skipped)),
+                      tuple(sorted(set(result.files))), (),
+                      tuple(sorted(set(result.includes))))

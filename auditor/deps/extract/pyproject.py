@@ -10,7 +10,7 @@ import tomllib
 from pathlib import PurePosixPath
 from typing import Any
 
-from auditor.deps.declaration import Collector, Extraction
+from auditor.deps.declaration import Collector, Extraction, Topic
 from auditor.deps.extract.locate import section_line, value_line
 
 
@@ -53,7 +53,9 @@ def extract(path: str, text: str) -> Extraction:
                 if field in dynamic and not _setuptools_files(doc, field, col, lines):
                     col.skip(section_line(lines, "project"),
                              f"[project] {field} is dynamic (computed by the build backend): "
-                             "not checked")
+                             "not checked",
+                             group="dependencies" if field == "dependencies" else "optional",
+                             topic=Topic.COMPUTED_REQUIRES)
     groups = doc.get("dependency-groups")
     if isinstance(groups, dict):
         for name, values in groups.items():

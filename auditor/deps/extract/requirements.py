@@ -162,6 +162,7 @@ def extract(paths: list[str], read: Callable[[str], str | None],
                 continue
             if how == "constraint":
                 constraint_files.add(resolved)
+            result += Extraction(includes=((path, resolved),))
             if resolved not in seen:
                 todo.append(resolved)
         result += col.done()

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from pathlib import PurePosixPath
 
-from auditor.deps.declaration import Collector, Extraction
+from auditor.deps.declaration import Collector, Extraction, Topic
 
 LIST_KEYS = ("install_requires", "setup_requires", "tests_require")
 _SECTION = re.compile(r"^\[\s*([^\]]+?)\s*\]\s*$")
@@ -60,7 +60,8 @@ def extract(path: str, text: str) -> Extraction:
                         col.refer(target.strip(), line)
                 continue
             if value.startswith("attr:"):
-                col.skip(line, f"{key} = {value[:60]}: computed, not checked")
+                col.skip(line, f"{key} = {value[:60]}: computed, not checked", group=group,
+                         topic=Topic.COMPUTED_REQUIRES)
                 continue
             col.requirement(value, line, group=group, raw=value)
     return col.done()

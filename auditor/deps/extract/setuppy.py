@@ -11,7 +11,7 @@ import ast
 import warnings
 from pathlib import PurePosixPath
 
-from auditor.deps.declaration import Collector, Extraction
+from auditor.deps.declaration import Collector, Extraction, Topic
 
 LIST_KEYWORDS = ("install_requires", "setup_requires", "tests_require")
 
@@ -96,7 +96,8 @@ def extract(path: str, text: str) -> Extraction:
                         not (isinstance(k, ast.Constant) and isinstance(k.value, str))
                         for k in value.keys):
                     col.skip(kw.value.lineno, "extras_require is computed "
-                             f"({_src(text, kw.value)}): not checked")
+                             f"({_src(text, kw.value)}): not checked", group="extras",
+                             topic=Topic.COMPUTED_REQUIRES)
                     continue
                 for k, v in zip(value.keys, value.values, strict=True):
                     assert isinstance(k, ast.Constant) and isinstance(k.value, str)
@@ -109,7 +110,8 @@ def _take(col: Collector, text: str, group: str, node: ast.expr,
     lines = text.splitlines()
     items = _strings(node, names)
     if items is None:
-        col.skip(node.lineno, f"{group} is computed ({_src(text, node)}): not checked")
+        col.skip(node.lineno, f"{group} is computed ({_src(text, node)}): not checked",
+                 group=group, topic=Topic.COMPUTED_REQUIRES)
         return
     for value, line in items:
         col.requirement(value, line, group=group,

@@ -4,7 +4,10 @@ Recognised: ``pip``/``pip3``/``pipX.Y install``, ``python -m pip install``, ``uv
 ``RUN`` instructions and script lines, with ``\\`` continuations and ``&&``/``;``/``|`` chains.
 Requirements, URLs and VCS requirements become declarations; ``-i``/``--index-url``,
 ``--extra-index-url``, ``-f``/``--find-links`` and ``--trusted-host`` become index declarations;
-an argument built from a shell variable or substitution is reported as not checked.
+an argument built from a shell variable or substitution is reported as not checked. Package
+sources set through the environment (``ENV``/``ARG``/``export`` of ``PIP_INDEX_URL``,
+``PIP_EXTRA_INDEX_URL``, ``PIP_FIND_LINKS``, ``PIP_TRUSTED_HOST`` and uv's ``UV_*`` equivalents)
+are index declarations too. Dockerfile ``RUN --mount=...`` / ``--network=...`` flags are skipped.
 """
 
 from __future__ import annotations
@@ -13,13 +16,25 @@ import re
 import shlex
 from pathlib import PurePosixPath
 
-from auditor.deps.declaration import Collector, Extraction
+from auditor.deps.declaration import Collector, Extraction, Topic
 from auditor.deps.extract.lines import logical_lines
 from auditor.deps.extract.requirements import INDEX_OPTIONS, is_requirements_file
 
 SHELL_SUFFIXES = (".sh", ".bash")
 _PIP = re.compile(r"^(pip[0-9.]*|.*/pip[0-9.]*)$")
 _PYTHON = re.compile(r"^(python[0-9.]*|.*/python[0-9.]*)$")
+# Dockerfile RUN flags written before the command: RUN --mount=type=cache,target=... pip install
+_RUN_FLAG = re.compile(r"^--(mount|network|security)=")
+# package sources set through the environment (Dockerfile ENV/ARG, shell export/assignment)
+_INDEX_ENV = re.compile(
+    r"(?:^|[\s;&|(])(?:ENV\s+|ARG\s+|export\s+)?(?P<var>(?:PIP|UV)_(?:EXTRA_)?INDEX_URL|"
+    r"PIP_FIND_LINKS|UV_FIND_LINKS|PIP_TRUSTED_HOST|UV_INDEX|UV_DEFAULT_INDEX)"
+    r"(?:=|\s+)(?P<q>[\"']?)(?P<value>[^\s\"']+)(?P=q)")
+_ENV_OPTION = {"PIP_INDEX_URL": "index-url", "UV_INDEX_URL": "index-url",
+               "UV_DEFAULT_INDEX": "index-url", "PIP_EXTRA_INDEX_URL": "extra-index-url",
+               "UV_EXTRA_INDEX_URL": "extra-index-url", "UV_INDEX": "extra-index-url",
+               "PIP_FIND_LINKS": "find-links", "UV_FIND_LINKS": "find-links",
+               "PIP_TRUSTED_HOST": "trusted-host"}
 _SEPARATORS = {"&&", "||", ";", "|", "&", "(", ")", ";;"}
 # pip install options that take a value but do not name where packages come from
 _VALUE_OPTIONS = {"-t", "--target", "--prefix", "--root", "--platform", "--python-version",
@@ -47,7 +62,8 @@ def _pip_args(words: list[str]) -> list[str] | None:
     """The arguments after ``install`` when ``words`` is a pip install command, else None."""
     i = 0
     while i < len(words) and (re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", words[i])
-                              or words[i] in ("sudo", "exec", "RUN", "env", "time")):
+                              or words[i] in ("sudo", "exec", "RUN", "env", "time")
+                              or _RUN_FLAG.match(words[i])):
         i += 1
     w = words[i:]
     if len(w) >= 2 and _PIP.match(w[0]) and w[1] == "install":
@@ -63,6 +79,16 @@ def extract(path: str, text: str) -> Extraction:
     col = Collector(path)
     physical = text.splitlines()
     for line, last, logical in _logical_lines(text):
+        span = _Span(physical, line, last)
+        for m in _INDEX_ENV.finditer(logical):
+            value, var = m.group("value"), m.group("var")
+            where = span.line_of(value)
+            if "$" in value or "`" in value:
+                col.skip(where, f"{var} is set to {value[:80]!r}, computed by the shell: the "
+                         "package source is not checked", group="pip install",
+                         topic=Topic.SHELL_COMPUTED)
+            elif "://" in value or var.endswith("TRUSTED_HOST"):
+                col.index(_ENV_OPTION[var], value, where, logical)
         if "install" not in logical or "pip" not in logical:
             continue
         body = re.sub(r"^RUN\s+", "", logical)
@@ -88,7 +114,7 @@ def extract(path: str, text: str) -> Extraction:
             args = _pip_args(words)
             if args is None:
                 continue
-            _take(col, args, logical, _Span(physical, line, last))
+            _take(col, args, logical, span)
     return col.done()
 
 
@@ -112,7 +138,7 @@ def _take(col: Collector, args: list[str], raw: str, span: _Span) -> None:
         line = span.line_of(tok)
         if "$" in tok or "`" in tok:
             col.skip(line, f"pip install argument {tok[:80]!r} is computed by the shell: "
-                     "not checked")
+                     "not checked", group="pip install", topic=Topic.SHELL_COMPUTED)
             if tok.startswith("-") and "=" not in tok and rest:
                 rest.pop(0)
             continue
@@ -127,6 +153,10 @@ def _take(col: Collector, args: list[str], raw: str, span: _Span) -> None:
                 "-r", "--requirement", "-c", "--constraint", "-e", "--editable")
             if takes_value and value is None:
                 value = rest.pop(0) if rest else ""
+            if value and ("$" in value or "`" in value) and opt not in _VALUE_OPTIONS:
+                col.skip(line, f"pip install {opt} {value[:80]!r} is computed by the shell: "
+                         "not checked", group="pip install", topic=Topic.SHELL_COMPUTED)
+                continue
             if opt in INDEX_OPTIONS:
                 col.index(INDEX_OPTIONS[opt], value or "", line, raw)
             elif opt in ("-e", "--editable") and value and ("://" in value

@@ -168,6 +168,12 @@ class OsvSnapshotSource(VulnerabilitySource):
         self.path = path
 
     def check(self, packages: Sequence[Package]) -> VulnReport:
+        from auditor.deps.vulns.fetch import sidecar_problem
+
+        altered = sidecar_problem(self.path)
+        if altered:
+            return VulnReport(SourceInfo(SourceKind.OSV, location=str(self.path)),
+                              not_checked=(altered,))
         snap = load_snapshot(self.path)
         info = SourceInfo(SourceKind.OSV, digest=snap.digest or None, date=snap.date,
                           records=len(snap.records), location=str(self.path))
