@@ -1,7 +1,8 @@
 """What the terminal shows: a one-screen summary of an audit, or of one stage.
 
-Every untrusted string is redacted, its control bytes (ESC, BEL, OSC 8 hyperlinks, bidi overrides)
-made visible by :func:`~auditor.textsafe.terminal_safe`, and its rich markup escaped.
+Every untrusted string goes through :func:`~auditor.textsafe.console_safe`: redacted, every control
+or format character (newline, CR, ESC, BEL, OSC 8 hyperlinks, bidi overrides, zero-width
+characters) made a visible escape so it stays on its own line, and its rich markup escaped.
 """
 
 from __future__ import annotations
@@ -9,11 +10,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from rich.console import Console
-from rich.markup import escape
 
 from auditor.model import AuditResult, Finding, StageResult, StageStatus
 from auditor.report.view import build_view, clean_finding, short
-from auditor.textsafe import redact, terminal_safe
+from auditor.textsafe import console_safe
 
 _COLOURS = {"PASS": "green", "REVIEW": "yellow", "FAIL": "red", "INCOMPLETE": "magenta",
             "ok": "green", "failed": "red", "incomplete": "magenta", "not-requested": "dim",
@@ -23,7 +23,8 @@ MAX_FINDINGS = 20
 
 
 def safe(text: object) -> str:
-    return escape(terminal_safe(redact("" if text is None else str(text))))
+    """The console boundary for untrusted text (see :func:`auditor.textsafe.console_safe`)."""
+    return console_safe(text)
 
 
 def _finding_line(f: Finding) -> str:
