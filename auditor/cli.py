@@ -38,7 +38,8 @@ def _main(verbose: Annotated[bool, typer.Option("--verbose", "-v",
 def _fail(exc: AuditError) -> NoReturn:
     if _state["verbose"]:
         traceback.print_exc()
-    err.print(f"[red]error:[/red] {_escape(exc.diagnostics())}")
+    lines = [_escape(line) for line in exc.diagnostic_lines()]
+    err.print("[red]error:[/red] " + "\n".join(lines))
     raise typer.Exit(exc.exit_code)
 
 
@@ -288,5 +289,5 @@ def main() -> None:
     try:
         app()
     except AuditError as exc:  # pragma: no cover - commands catch their own
-        err.print(f"error: {_escape(exc.diagnostics())}")
+        err.print("error: " + "\n".join(_escape(line) for line in exc.diagnostic_lines()))
         sys.exit(exc.exit_code)
