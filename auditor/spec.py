@@ -438,7 +438,9 @@ def _read_series_file(path: Path, t: _Table) -> tuple[str, ...]:
 
 
 def _service(t: _Table, profile: EngineProfile) -> ServiceSpec:
-    host = t.text("host", "127.0.0.1")
+    # an empty host is legal: the server then binds every interface (render writes 0.0.0.0)
+    host = "" if t.data.get("host") == "" else t.text("host", "127.0.0.1")
+    t.seen.add("host")
     loopback = t.flag("loopback_only", False)
     gpu = t.text("gpu", "nvidia", check=lambda s: s in ("nvidia", "intel", "none"),
                 what='"nvidia", "intel" or "none"')
