@@ -237,6 +237,8 @@ def looks_random(value: str) -> bool:
         return False
     if sum(c in _SEPARATORS for c in value) > len(value) // 10 + 1:
         return False
+    if any(c in "+/" for c in value) and any(c in "-_" for c in value):
+        return False  # no base64 alphabet has both: a path or a model id (`Org/Model-7B`)
     if sum(c.isdigit() for c in value) < 2 or value.isupper() or value.islower():
         return False
     if sum(len(w) for w in _LOWER_RUN.findall(value)) >= len(value) // 2:
@@ -283,7 +285,7 @@ def _plausible_value(value: str, quoted: bool, kind: str) -> bool:
 _ASSIGNMENT = re.compile(
     r"(?<![A-Za-z0-9_.\-])(?P<name>[A-Za-z_][A-Za-z0-9_.\-]{0,80}+)"
     r"(?P<close>[\"'`]?\]?)"
-    r"(?P<ann>\s*:\s*[A-Za-z_][\w.]{0,30}(?:\[[^\]\n]{0,40}\])?(?:\s*\|\s*None)?)?"
+    r"(?P<ann>[ \t]*:[ \t]*[A-Za-z_][\w.]{0,30}(?:\[[^\]\n]{0,40}\])?(?:[ \t]*\|[ \t]*None)?)?"
     r"[ \t]*(?P<op>:=|=>|==|=|:)[ \t]*"
     r"(?:(?P<q>[\"'`])(?P<qv>[^\"'`\n]{4,400}+)(?P=q)"
     r"|(?P<bv>[A-Za-z0-9_\-./+:@~%=!#^&*]{4,400}+)(?=$|[\s;,)}\]]))",
