@@ -74,21 +74,28 @@ TOKEN_DETECTORS: tuple[TokenDetector, ...] = (
         ("hooks.slack.com",), group=2),
     TokenDetector("stripe-key", re.compile(r"\b((?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,})"),
                   ("_live_", "_test_")),
+    # patterns start with their literal where they can (the regex engine then skips ahead to it)
+    # and check the character before with a fixed-width look-behind after the literal
     TokenDetector("openai-key", re.compile(
-        r"(?<![\w-])(sk-(?:proj-|svcacct-|admin-|ant-(?:api|admin)\d\d-)?[A-Za-z0-9_-]{20,})"),
+        r"(sk-(?<![\w-]sk-)(?:proj-|svcacct-|admin-|ant-(?:api|admin)\d\d-)?[A-Za-z0-9_-]{20,})"),
         ("sk-",)),
-    TokenDetector("huggingface-token", re.compile(r"\b((?:hf|api_org)_[A-Za-z0-9]{20,})\b"),
-                  ("hf_", "api_org_")),
+    TokenDetector("huggingface-token", re.compile(r"(hf_(?<!\whf_)[A-Za-z0-9]{20,})\b"),
+                  ("hf_",)),
+    TokenDetector("huggingface-org-token", re.compile(r"(api_org_(?<!\wapi_org_)[A-Za-z0-9]{20,})\b"),
+                  ("api_org_",)),
     TokenDetector("pypi-token", re.compile(r"\b(pypi-AgE[A-Za-z0-9_-]{40,})"), ("pypi-AgE",)),
     TokenDetector("npm-token", re.compile(r"\b(npm_[A-Za-z0-9]{36})\b"), ("npm_",)),
     TokenDetector("sendgrid-key", re.compile(
         r"\b(SG\.[A-Za-z0-9_-]{16,32}\.[A-Za-z0-9_-]{16,64})"), ("SG.",)),
-    TokenDetector("twilio-key", re.compile(r"\b((?:AC|SK)[0-9a-f]{32})\b"), ("AC", "SK")),
-    TokenDetector("mailchimp-key", re.compile(r"\b([0-9a-f]{32}-us[0-9]{1,2})\b"), ("-us",)),
+    TokenDetector("twilio-key", re.compile(r"([AS][CK](?<!\w..)[0-9a-f]{32})\b"), ("AC", "SK"),
+                  accept=lambda s: s[:2] in ("AC", "SK")),
+    TokenDetector("mailchimp-key", re.compile(r"\b([0-9a-f]{32}-us[0-9]{1,2})\b"),
+                  tuple(f"-us{d}" for d in range(1, 10))),
     TokenDetector("telegram-bot-token", re.compile(r"\b([0-9]{8,10}:AA[A-Za-z0-9_-]{33})"),
                   (":AA",)),
     TokenDetector("discord-bot-token", re.compile(
-        r"\b([MNO][A-Za-z0-9_-]{23,25}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,38})\b"), (".",)),
+        r"([MNO](?<![\w-].)[A-Za-z0-9_-]{23,25}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,38})\b"),
+        (".",)),
     TokenDetector("google-api-key", re.compile(r"\b(AIza[0-9A-Za-z_-]{35})"), ("AIza",)),
     TokenDetector("square-token", re.compile(r"\b(sq0(?:csp|atp)-[0-9A-Za-z_-]{22,43})"),
                   ("sq0",)),
@@ -106,8 +113,8 @@ TOKEN_DETECTORS: tuple[TokenDetector, ...] = (
 
 # ---------------------------------------------------------------- passwords in URLs
 
-_URL_PASSWORD = re.compile(
-    r"\b([a-zA-Z][a-zA-Z0-9+.-]{1,20}://[^\s:/?#@\"'<>\[\]]{1,128}:)([^\s/?#@\"'<>]{1,256})@")
+_URL_PASSWORD = re.compile(  # `scheme://user:PASSWORD@host`, found from its `://`
+    r"(://[^\s:/?#@\"'<>\[\]]{1,128}:)([^\s/?#@\"'<>]{1,256})@")
 
 
 def _url_password(m: re.Match[str]) -> str:
@@ -322,7 +329,7 @@ def _assignment(m: re.Match[str]) -> str:
 
 # `--api-key VALUE`, `--password=VALUE` (`-H "Authorization: …"` is the header detector's)
 _FLAG = re.compile(
-    r"(?<![\w-])(?P<name>--?[A-Za-z][A-Za-z0-9-]{1,60}+)(?:=|[ \t]+)"
+    r"(?P<name>--(?<![\w-]--)[A-Za-z][A-Za-z0-9-]{1,60}+)(?:=|[ \t]+)"
     r"(?:(?P<q>[\"'])(?P<qv>[^\"'\n]{1,400}+)(?P=q)|(?P<bv>[^\s\"'\\]{1,400}+))")
 
 
@@ -348,9 +355,10 @@ def redact(text: str) -> str:
     for d in TOKEN_DETECTORS:
         if d.applies(out, folded):
             out = d.pattern.sub(partial(_token, d=d), out)
-    out = _URL_PASSWORD.sub(_url_password, out)
+    if "://" in out:
+        out = _URL_PASSWORD.sub(_url_password, out)
     out = _ASSIGNMENT.sub(_assignment, out)
-    return _FLAG.sub(_flag, out)
+    return _FLAG.sub(_flag, out) if "--" in out else out
 
 
 def _token(m: re.Match[str], d: TokenDetector) -> str:
