@@ -22,6 +22,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from packaging.markers import default_environment
 from packaging.requirements import Requirement
@@ -39,46 +40,49 @@ HEADER = """\
 """
 
 
-def resolve() -> dict[str, object]:
+def resolve() -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         report = Path(tmp) / "report.json"
         subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--dry-run",
                         "--ignore-installed", "--report", str(report), f"{ROOT}[test]", *BUILD],
                        check=True)
-        data: dict[str, object] = json.loads(report.read_text())
+        data: dict[str, Any] = json.loads(report.read_text())
     return data
 
 
-def closure(items: dict[str, dict[str, object]], roots: list[Requirement]) -> set[str]:
-    """Names reachable from ``roots`` through each package's requirements (markers evaluated,
-    extras followed only where a requirement asks for them)."""
+def closure(items: dict[str, dict[str, Any]], roots: list[Requirement],
+            root_extra: str = "") -> dict[str, set[str]]:
+    """Names reachable from ``roots`` through each package's requirements, with the extras asked
+    of each (markers evaluated; an extra's requirements followed only where it is asked for)."""
     env = default_environment()
-    seen: set[str] = set()
-    todo = [(r, "") for r in roots]
+    extras: dict[str, set[str]] = {}
+    seen: set[tuple[str, str]] = set()
+    todo: list[tuple[Requirement, str]] = [(r, root_extra) for r in roots]
     while todo:
-        req, extra = todo.pop()
-        if req.marker is not None and not req.marker.evaluate({**env, "extra": extra}):
+        req, context = todo.pop()
+        if req.marker is not None and not req.marker.evaluate({**env, "extra": context}):
             continue
         name = canonicalize_name(req.name)
         if name not in items:
             continue
-        wanted = [(name, "")] + [(name, e) for e in req.extras]
-        for _, ex in wanted:
-            if (name, ex) in {(n, "") for n in seen} and not ex:
+        extras.setdefault(name, set()).update(req.extras)
+        for extra in ("", *sorted(req.extras)):
+            if (name, extra) in seen:
                 continue
-            meta = items[name]["metadata"]
-            assert isinstance(meta, dict)
-            for line in meta.get("requires_dist", []) or []:
-                todo.append((Requirement(line), ex))
-        seen.add(name)
-    return seen
+            seen.add((name, extra))
+            for dep in items[name]["metadata"].get("requires_dist") or []:
+                todo.append((Requirement(dep), extra))
+    return extras
 
 
-def line(item: dict[str, object]) -> str:
+def line(item: dict[str, Any], extras: set[str]) -> str:
+    """``name[extras]==version --hash=…``: in hash-checking mode pip needs the extras on the
+    pinned line itself, or it resolves ``name[extra]`` apart and refuses it as unpinned."""
     meta, info = item["metadata"], item["download_info"]
-    assert isinstance(meta, dict) and isinstance(info, dict)
     digest = info["archive_info"]["hashes"]["sha256"]
-    return f"{canonicalize_name(meta['name'])}=={meta['version']} \\\n    --hash=sha256:{digest}"
+    wanted = f"[{','.join(sorted(extras))}]" if extras else ""
+    return (f"{canonicalize_name(meta['name'])}{wanted}=={meta['version']} \\\n"
+            f"    --hash=sha256:{digest}")
 
 
 def main() -> None:
@@ -90,7 +94,8 @@ def main() -> None:
     me = next(i for i in installs if canonicalize_name(i["metadata"]["name"]) == "auditor")
     reqs = [Requirement(r) for r in me["metadata"].get("requires_dist", [])]
     runtime = closure(items, [r for r in reqs if r.marker is None] + [Requirement(b) for b in BUILD])
-    everything = set(items)
+    everything = closure(items, reqs + [Requirement(b) for b in BUILD], root_extra="test")
+    everything.update({n: set() for n in items if n not in everything})
     env = data["environment"]
     assert isinstance(env, dict)
     fmt = {"pip": data.get("pip_version"), "python": env["python_full_version"],
@@ -98,13 +103,14 @@ def main() -> None:
     (HERE / "auditor.lock").write_text(
         HEADER.format(what="auditor's run-time dependencies and its build backend, hash-pinned",
                       name="auditor.lock", **fmt)
-        + "".join(line(items[n]) + "\n" for n in sorted(runtime)))
+        + "".join(line(items[n], runtime[n] | everything.get(n, set())) + "\n"
+                  for n in sorted(runtime)))
     (HERE / "dev.lock").write_text(
         HEADER.format(what="auditor's test and lint tools (pytest, hypothesis, ruff, mypy), "
                       "hash-pinned, on top of auditor.lock", name="dev.lock", **fmt)
         + "-r auditor.lock\n"
-        + "".join(line(items[n]) + "\n" for n in sorted(everything - runtime)))
-    print(f"auditor.lock: {len(runtime)} packages; dev.lock: {len(everything - runtime)} more")
+        + "".join(line(items[n], everything[n]) + "\n" for n in sorted(set(everything) - set(runtime))))
+    print(f"auditor.lock: {len(runtime)} packages; dev.lock: {len(everything) - len(runtime)} more")
 
 
 if __name__ == "__main__":
