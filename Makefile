@@ -4,14 +4,17 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test lint dev clean bench
+.PHONY: demo test lint dev clean bench lock
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
 
-$(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/pip install --quiet -e '.[test]'
+# Every dependency, the build backend and the test tools come hash-pinned from the locks
+# (requirements/*.lock, made by `make lock`); auditor itself is then installed without deps and
+# without build isolation, so nothing unpinned is fetched.
+$(STAMP): pyproject.toml requirements/auditor.lock requirements/dev.lock | $(BIN)/python
+	$(BIN)/pip install --quiet --require-hashes -r requirements/dev.lock
+	$(BIN)/pip install --quiet --no-deps --no-build-isolation -e .
 	touch $(STAMP)
 
 dev: $(STAMP)
@@ -25,6 +28,10 @@ test: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check auditor tests benchmarks
 	$(BIN)/mypy auditor
+
+# re-resolve auditor's dependencies (needs the package index) and rewrite the hash-pinned locks
+lock: $(STAMP)
+	$(BIN)/python requirements/make_lock.py
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run.py

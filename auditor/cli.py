@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import shutil
 import sys
 import traceback
@@ -22,7 +21,7 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_
 unit_app = typer.Typer(no_args_is_help=True, help="Render a hardened systemd unit, or lint one.")
 app.add_typer(unit_app, name="unit")
 
-err = Console(stderr=True, highlight=False)
+err = Console(stderr=True, highlight=False, emoji=False)
 _state: dict[str, Any] = {"verbose": False}
 
 SpecArg = Annotated[Path, typer.Argument(help="the audit spec (audit.toml)")]
@@ -39,15 +38,15 @@ def _main(verbose: Annotated[bool, typer.Option("--verbose", "-v",
 def _fail(exc: AuditError) -> NoReturn:
     if _state["verbose"]:
         traceback.print_exc()
-    err.print(f"[red]error:[/red] {_escape(exc.diagnostics())}")
+    lines = [_escape(line) for line in exc.diagnostic_lines()]
+    err.print("[red]error:[/red] " + "\n".join(lines))
     raise typer.Exit(exc.exit_code)
 
 
 def _escape(text: str) -> str:
-    from auditor.stage import escape_markup
-    from auditor.textsafe import terminal_safe
+    from auditor.textsafe import console_safe
 
-    return escape_markup(terminal_safe(text))
+    return console_safe(text)
 
 
 def _options(**kw: Any) -> Options:
@@ -81,7 +80,9 @@ def _emit_stage(result: StageResult, as_json: bool, options: Options) -> NoRetur
     from auditor.report.console import print_stage
 
     if as_json:
-        sys.stdout.write(json.dumps(result.to_json(), indent=2, ensure_ascii=False) + "\n")
+        from auditor.textsafe import dump_json
+
+        sys.stdout.write(dump_json(result.to_json()))
     print_stage(err, result)
     if result.status is StageStatus.NOT_REQUESTED:
         err.print(f"[yellow]the spec has no section for {result.name}: nothing was checked[/yellow]")
@@ -248,9 +249,10 @@ def report(
                                                  "FILE, e.g. $GITHUB_STEP_SUMMARY")] = None,
 ) -> None:
     """Render a saved audit again, in any format (made from audit.json; nothing is re-run)."""
-    from auditor.report import render_saved, step_summary_of
+    from auditor.report import load_saved, render_saved, step_summary_of
 
     try:
+        note = load_saved(audit_json).note
         text = render_saved(audit_json, fmt)
         if summary is not None:
             with summary.open("a", encoding="utf-8") as fh:
@@ -260,6 +262,8 @@ def report(
     except OSError as exc:
         err.print(f"[red]error:[/red] {_escape(str(exc))}")
         raise typer.Exit(EXIT_USAGE) from None
+    if note is not None:
+        err.print(f"[bold red]warning:[/bold red] {_escape(note)}")
     if output is None or str(output) == "-":
         sys.stdout.write(text)
     else:
@@ -411,5 +415,5 @@ def main() -> None:
     try:
         app()
     except AuditError as exc:  # pragma: no cover - commands catch their own
-        err.print(f"error: {exc.diagnostics()}")
+        err.print("error: " + "\n".join(_escape(line) for line in exc.diagnostic_lines()))
         sys.exit(exc.exit_code)

@@ -179,15 +179,16 @@ def run_demo(out: Path, options: Options, console: Console) -> int:
     from auditor.pipeline import audit
     from auditor.report.console import print_summary
     from auditor.spec import load_spec
+    from auditor.textsafe import console_safe
 
     out = out.resolve()
     if out.exists():
         if not (out / "audit.toml").is_file() and any(out.iterdir()):
             raise InputError(f"{out} exists and is not a demo folder; choose another --out")
         shutil.rmtree(out)
-    console.print(f"making the example in [bold]{out}[/bold] …")
+    console.print(f"making the example in [bold]{console_safe(out)}[/bold] …")
     spec_path = prepare(out)
-    console.print(f"spec: {spec_path}")
+    console.print(f"spec: {console_safe(spec_path)}")
     result = audit(load_spec(spec_path), options, out / "audit")
     print_summary(console, result, out / "audit")
     console.print("the demo's audit is meant to fail: the series hides a beacon, a key leak, prompt "

@@ -25,10 +25,12 @@ class AuditError(Exception):
 
     def diagnostics(self) -> str:
         """A human explanation, one line where possible, with a hint when there is one."""
-        text = self.message
-        if self.hint:
-            text += f"\n  hint: {self.hint}"
-        return text
+        return "\n".join(self.diagnostic_lines())
+
+    def diagnostic_lines(self) -> list[str]:
+        """The diagnostics line by line; a terminal shows each as one line (any newline inside
+        one, from a path or a tool's output, is escaped there)."""
+        return [self.message] + ([f"  hint: {self.hint}"] if self.hint else [])
 
 
 class SpecError(AuditError):
@@ -44,6 +46,26 @@ class SpecError(AuditError):
         super().__init__(f"{where}: {message}" if where else message, hint=hint)
         self.file = file
         self.key = key
+
+
+class SpecErrors(SpecError):
+    """Several problems in one spec, all reported in one run, each with its key path."""
+
+    def __init__(self, problems: list[SpecError], *, file: str | None = None) -> None:
+        prefix = f"{file}: " if file else ""
+        super().__init__(f"{prefix}{len(problems)} problems", hint=None)
+        self.file = file
+        self.key = problems[0].key if problems else None
+        self.problems = tuple(problems)
+        self._prefix = prefix
+
+    def diagnostic_lines(self) -> list[str]:
+        out = [f"{self.message}:"]
+        for p in self.problems:
+            first, *rest = p.diagnostic_lines()
+            out.append("  " + first.removeprefix(self._prefix))
+            out += ["  " + line for line in rest]
+        return out
 
 
 class InputError(AuditError):
@@ -66,12 +88,9 @@ class ToolError(AuditError):
         self.returncode = returncode
         self.stderr = stderr
 
-    def diagnostics(self) -> str:
-        text = super().diagnostics()
-        tail = self.stderr.strip().splitlines()[-5:]
-        if tail:
-            text += "\n  " + "\n  ".join(tail)
-        return text
+    def diagnostic_lines(self) -> list[str]:
+        return super().diagnostic_lines() + [
+            f"  {line}" for line in self.stderr.strip().splitlines()[-5:]]
 
 
 class ToolMissing(ToolError):

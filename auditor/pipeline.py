@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import importlib
-import json
 import os
 import shutil
 import tempfile
@@ -161,8 +160,10 @@ class AuditDirectory:
 
 
 def write_json(path: Path, data: Any) -> None:
-    path.write_text(json.dumps(data, indent=2, sort_keys=False, ensure_ascii=False) + "\n",
-                    encoding="utf-8")
+    """A JSON document of the audit directory, through the one redacting writer."""
+    from auditor.textsafe import dump_json
+
+    path.write_text(dump_json(data), encoding="utf-8")
 
 
 def audit(spec: Spec, options: Options, out: Path) -> AuditResult:

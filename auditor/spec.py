@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from auditor.errors import SpecError
+from auditor.errors import SpecError, SpecErrors
 from auditor.model import Scope
 
 if TYPE_CHECKING:
@@ -161,28 +161,47 @@ class Spec:
 
 
 class _Table:
-    """Reads one TOML table, recording which keys were consumed, with typed accessors."""
+    """Reads one TOML table, recording which keys were consumed, with typed accessors.
 
-    def __init__(self, file: Path, data: Mapping[str, Any], prefix: str) -> None:
+    With ``collect`` (a list shared by the whole spec) an accessor that finds a problem records
+    it and returns the default, so one run reports every problem; without it, it raises.
+    """
+
+    def __init__(self, file: Path, data: Mapping[str, Any], prefix: str,
+                 collect: list[SpecError] | None = None) -> None:
         self.file = file
         self.data = data
         self.prefix = prefix
         self.seen: set[str] = set()
+        self.collect = collect
+        #: refuse control characters in string values (values that end up in a unit file)
+        self.no_controls = False
 
     def err(self, key: str, msg: str) -> SpecError:
         return SpecError(msg, file=str(self.file), key=f"{self.prefix}.{key}" if key else self.prefix)
+
+    def problem(self, exc: SpecError, default: Any = None) -> Any:
+        """Record ``exc`` (collecting) and carry on with ``default``; or raise it."""
+        if self.collect is None:
+            raise exc
+        self.collect.append(exc)
+        return default
 
     def _get(self, key: str, kind: type | tuple[type, ...], what: str, required: bool) -> Any:
         self.seen.add(key)
         if key not in self.data:
             if required:
-                raise self.err(key, f"missing; expected {what}")
+                return self.problem(self.err(key, f"missing; expected {what}"))
             return None
         value = self.data[key]
         if isinstance(value, bool) and kind is int:
-            raise self.err(key, f"expected {what}, got {value!r}")
+            return self.problem(self.err(key, f"expected {what}, got {value!r}"))
         if not isinstance(value, kind):
-            raise self.err(key, f"expected {what}, got {type(value).__name__} {value!r}")
+            return self.problem(self.err(key, f"expected {what}, got {type(value).__name__} "
+                                              f"{value!r}"))
+        if self.no_controls and isinstance(value, str) and _CONTROL.search(value):
+            return self.problem(self.err(key, f"expected {what}, got a value holding a control "
+                                              f"character ({_control_name(value)})"))
         return value
 
     def text(self, key: str, default: str | None = None, *, required: bool = False,
@@ -191,9 +210,9 @@ class _Table:
         if value is None:
             return default
         if not value.strip():
-            raise self.err(key, f"expected {what}, got an empty string")
+            return self.problem(self.err(key, f"expected {what}, got an empty string"), default)
         if check and not check(value):
-            raise self.err(key, f"expected {what}, got {value!r}")
+            return self.problem(self.err(key, f"expected {what}, got {value!r}"), default)
         return value
 
     def integer(self, key: str, default: int, *, minimum: int = 0) -> int:
@@ -201,7 +220,8 @@ class _Table:
         if value is None:
             return default
         if value < minimum:
-            raise self.err(key, f"expected an integer >= {minimum}, got {value}")
+            return self.problem(self.err(key, f"expected an integer >= {minimum}, got {value}"),
+                                default)
         return int(value)
 
     def flag(self, key: str, default: bool) -> bool:
@@ -214,7 +234,12 @@ class _Table:
             return default
         for i, item in enumerate(value):
             if not isinstance(item, str):
-                raise self.err(f"{key}[{i}]", f"expected a string, got {item!r}")
+                return self.problem(self.err(f"{key}[{i}]", f"expected a string, got {item!r}"),
+                                    default)
+            if self.no_controls and _CONTROL.search(item):
+                return self.problem(self.err(f"{key}[{i}]", "expected a string, got a value "
+                                             f"holding a control character ({_control_name(item)})"),
+                                    default)
         return tuple(value)
 
     def path(self, key: str, root: Path, *, required: bool = False, must_exist: bool = True,
@@ -226,14 +251,27 @@ class _Table:
         p = p if p.is_absolute() else (root / p)
         p = Path(_normpath(p))
         if must_exist and not p.exists():
-            raise self.err(key, f"{value!r} does not exist (resolved to {p})")
+            return self.problem(self.err(key, f"{value!r} does not exist (resolved to {p})"),
+                                default)
         return p
 
     def finish(self) -> None:
         unknown = sorted(set(self.data) - self.seen)
-        if unknown:
+        if unknown and self.collect is not None:
+            self.collect.extend(self.err(k, "unknown key") for k in unknown)
+        elif unknown:
             raise self.err(unknown[0], "unknown key"
                            + (f" (also unknown: {', '.join(unknown[1:])})" if unknown[1:] else ""))
+
+
+# C0/C1 controls (NUL included), DEL, and the bidi/zero-width format characters: no spec value
+# (a path, a host, a unit name, an argument) needs one, and each can end or disguise a line
+_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2066-\u2069\ufeff]")
+
+
+def _control_name(value: str) -> str:
+    m = _CONTROL.search(value)
+    return f"U+{ord(m.group()):04X} at offset {m.start()}" if m else ""
 
 
 def _normpath(p: Path) -> str:
@@ -326,21 +364,87 @@ def _targets(t: _Table) -> dict[str, Target]:
 
 
 def load_spec(path: str | Path) -> Spec:
-    """Load and validate an audit spec; every problem is a SpecError naming file and key."""
+    """Load and validate an audit spec. Every problem is a SpecError naming file and key; a spec
+    with several problems raises one :class:`~auditor.errors.SpecErrors` listing them all."""
     file = Path(path).resolve()
     if file.is_dir():
         file = file / "audit.toml"
     doc = _load_toml(file)
     root = file.parent
+    problems: list[SpecError] = []
     known = {"engine", "upstream", "patches", "bundle", "scan", "deps", "build", "service",
              "review"}
     for key in doc:
         if key not in known:
-            raise SpecError("unknown key", file=str(file), key=key,
-                            hint=f"sections are: {', '.join(sorted(known))}")
+            problems.append(SpecError("unknown key", file=str(file), key=key,
+                                      hint=f"sections are: {', '.join(sorted(known))}"))
 
-    t = _table(file, doc, "engine", required=True)
-    assert t is not None
+    def section(name: str, parse: Callable[[_Table], Any], *, required: bool = False) -> Any:
+        """One section parsed with its problems collected (a problem that stops the section's
+        parse is recorded too, and its unknown keys are still reported)."""
+        try:
+            t = _table(file, doc, name, required=required)
+        except SpecError as exc:
+            problems.append(exc)
+            return None
+        if t is None:
+            return None
+        t.collect = problems
+        t.no_controls = name == "service"
+        before = len(problems)
+        try:
+            value = parse(t)
+        except SpecError as exc:
+            problems.append(exc)
+            value = None
+        t.finish()
+        return value if len(problems) == before else None
+
+    engine: EngineSpec | None = section("engine", lambda t: _engine(t, file), required=True)
+    upstream: UpstreamSpec | None = section("upstream", lambda t: UpstreamSpec(
+        repo=t.path("repo", root, required=True),
+        ref=t.text("ref", required=True),
+        commit=t.text("commit", check=lambda s: bool(SHA_RE.match(s)),
+                      what="a full 40-hex commit sha")), required=True)
+    patches: PatchesSpec | None = section(
+        "patches", lambda t: _patches(t, root, upstream.repo if upstream else None),
+        required=True)
+    bundle: BundleSpec | None = section("bundle", lambda t: BundleSpec(
+        path=t.path("path", root, required=True),
+        strip_components=t.integer("strip_components", 0),
+        max_bytes=t.integer("max_bytes", 8 * 1024**3, minimum=1),
+        max_files=t.integer("max_files", 500_000, minimum=1),
+        max_file_bytes=t.integer("max_file_bytes", 2 * 1024**3, minimum=1)), required=True)
+    scan = section("scan", lambda t: ScanSpec(
+        scope=Scope(t.text("scope", "diff", check=lambda s: s in ("diff", "full"),
+                           what='"diff" or "full"')),
+        policy=t.path("policy", root, default=POLICIES_DIR / "default.toml"),
+        waivers=t.path("waivers", root),
+        cache=t.path("cache", root, must_exist=False, default=Path.home() / ".cache" / "auditor"),
+        timeout=t.integer("timeout", 600, minimum=1)))
+    deps = section("deps", lambda t: _deps(t, root))
+    build = section("build", lambda t: BuildSpec(recipe=t.path("recipe", root, required=True),
+                                                 repro=t.flag("repro", True)))
+    profile = engine.profile if engine else load_profile("generic")
+    service = section("service", lambda t: _service(t, profile))
+    review = section("review", lambda t: ReviewSpec(
+        file=t.path("file", root, must_exist=False, default=root / "reviews.toml"),
+        required=t.flag("required", False),
+        folder=str(t.data.get("file", "")).endswith("/")))
+
+    if problems:
+        raise problems[0] if len(problems) == 1 else SpecErrors(problems, file=str(file))
+    assert engine and upstream and patches and bundle
+    if deps is not None and deps.lock is not None:
+        from auditor.deps.lock import read_lock  # the lock is untrusted: read it before work
+
+        read_lock(deps.lock)
+    return Spec(path=file, root=root, engine=engine, upstream=upstream, patches=patches,
+                bundle=bundle, scan=scan, deps=deps, build=build, service=service, raw=doc,
+                review=review)
+
+
+def _engine(t: _Table, file: Path) -> EngineSpec:
     profile = load_profile(t.text("profile", "generic"), file=file)
     target = t.text("target", profile.default_target or None) or ""
     if profile.targets and target not in profile.targets:
@@ -348,22 +452,11 @@ def load_spec(path: str | Path) -> Spec:
                     f"known: {', '.join(sorted(profile.targets))}")
     if not profile.targets and target:
         raise t.err("target", f"engine profile {profile.name!r} defines no targets")
-    engine = EngineSpec(profile=profile, version=t.text("version", required=True), target=target)
-    t.finish()
+    return EngineSpec(profile=profile, version=t.text("version", required=True), target=target)
 
-    t = _table(file, doc, "upstream", required=True)
-    assert t is not None
-    upstream = UpstreamSpec(
-        repo=t.path("repo", root, required=True),
-        ref=t.text("ref", required=True),
-        commit=t.text("commit", check=lambda s: bool(SHA_RE.match(s)),
-                     what="a full 40-hex commit sha"),
-    )
-    t.finish()
 
-    t = _table(file, doc, "patches", required=True)
-    assert t is not None
-    patches_repo = t.path("repo", root, default=upstream.repo)
+def _patches(t: _Table, root: Path, upstream_repo: Path | None) -> PatchesSpec:
+    patches_repo = t.path("repo", root, default=upstream_repo)
     ref = t.text("ref", required=True)
     commits_file = t.path("commits_file", root)
     commits_list = t.strlist("commits") if "commits" in t.data else None
@@ -379,92 +472,34 @@ def load_spec(path: str | Path) -> Spec:
         source = "patches.commits"
     for i, c in enumerate(commits):
         if not re.fullmatch(r"[0-9a-fA-F]{4,40}", c):
-            raise t.err(f"commits[{i}]", f"expected a commit sha, got {c!r}")
-    patches = PatchesSpec(repo=patches_repo, ref=ref, commits=commits, commits_source=source,
-                          allow_merges=t.flag("allow_merges", False))
-    t.finish()
+            t.problem(t.err(f"commits[{i}]", f"expected a commit sha, got {c!r}"))
+    return PatchesSpec(repo=patches_repo, ref=ref, commits=commits, commits_source=source,
+                       allow_merges=t.flag("allow_merges", False))
 
-    t = _table(file, doc, "bundle", required=True)
-    assert t is not None
-    bundle = BundleSpec(
-        path=t.path("path", root, required=True),
-        strip_components=t.integer("strip_components", 0),
-        max_bytes=t.integer("max_bytes", 8 * 1024**3, minimum=1),
-        max_files=t.integer("max_files", 500_000, minimum=1),
-        max_file_bytes=t.integer("max_file_bytes", 2 * 1024**3, minimum=1),
-    )
-    t.finish()
 
-    scan = None
-    t = _table(file, doc, "scan", required=False)
-    if t is not None:
-        scope = t.text("scope", "diff", check=lambda s: s in ("diff", "full"),
-                      what='"diff" or "full"')
-        scan = ScanSpec(
-            scope=Scope(scope),
-            policy=t.path("policy", root, default=POLICIES_DIR / "default.toml"),
-            waivers=t.path("waivers", root),
-            cache=t.path("cache", root, must_exist=False,
-                         default=Path.home() / ".cache" / "auditor"),
-            timeout=t.integer("timeout", 600, minimum=1),
-        )
-        t.finish()
-
-    deps = None
-    t = _table(file, doc, "deps", required=False)
-    if t is not None:
-        vulns = t.text("vulns", "none", check=lambda s: s in ("pip-audit", "none")
-                      or s.startswith("osv:"), what='"osv:<dir|zip>", "pip-audit" or "none"')
-        osv_path = None
-        if vulns.startswith("osv:"):
-            raw = vulns[4:]
-            if not raw:
-                raise t.err("vulns", "osv: needs a snapshot folder or zip, e.g. osv:osv-snapshot")
-            p = Path(raw).expanduser()
-            osv_path = Path(_normpath(p if p.is_absolute() else root / p))
-            if not osv_path.exists():
-                raise t.err("vulns", f"OSV snapshot {raw!r} does not exist (resolved to {osv_path})")
-        deps = DepsSpec(vulns=vulns, osv_path=osv_path,
-                        typosquat_distance=t.integer("typosquat_distance", 2, minimum=0),
-                        osv_url=t.text("osv_url", check=lambda s: s.startswith(
-                            ("http://", "https://")), what="an http(s) URL"),
-                        lock=t.path("lock", root),
-                        deployed=t.strlist("deployed") if "deployed" in t.data else None,
-                        max_age_days=t.integer("max_age_days", 14, minimum=1))
-        if deps.deployed is not None and not deps.deployed:
-            raise t.err("deployed", "an empty list deploys nothing; leave the key out to use "
-                        "the engine target's surface")
-        t.finish()
-        if deps.lock is not None:
-            from auditor.deps.lock import read_lock  # the lock is untrusted: read it before work
-
-            read_lock(deps.lock)
-
-    build = None
-    t = _table(file, doc, "build", required=False)
-    if t is not None:
-        build = BuildSpec(recipe=t.path("recipe", root, required=True),
-                          repro=t.flag("repro", True))
-        t.finish()
-
-    service = None
-    t = _table(file, doc, "service", required=False)
-    if t is not None:
-        service = _service(t, profile)
-        t.finish()
-
-    review = None
-    t = _table(file, doc, "review", required=False)
-    if t is not None:
-        review = ReviewSpec(file=t.path("file", root, must_exist=False,
-                                        default=root / "reviews.toml"),
-                            required=t.flag("required", False),
-                            folder=str(t.data.get("file", "")).endswith("/"))
-        t.finish()
-
-    return Spec(path=file, root=root, engine=engine, upstream=upstream, patches=patches,
-                bundle=bundle, scan=scan, deps=deps, build=build, service=service, raw=doc,
-                review=review)
+def _deps(t: _Table, root: Path) -> DepsSpec:
+    vulns = t.text("vulns", "none", check=lambda s: s in ("pip-audit", "none")
+                   or s.startswith("osv:"), what='"osv:<dir|zip>", "pip-audit" or "none"')
+    osv_path = None
+    if vulns.startswith("osv:"):
+        raw = vulns[4:]
+        if not raw:
+            raise t.err("vulns", "osv: needs a snapshot folder or zip, e.g. osv:osv-snapshot")
+        p = Path(raw).expanduser()
+        osv_path = Path(_normpath(p if p.is_absolute() else root / p))
+        if not osv_path.exists():
+            raise t.err("vulns", f"OSV snapshot {raw!r} does not exist (resolved to {osv_path})")
+    deps = DepsSpec(vulns=vulns, osv_path=osv_path,
+                    typosquat_distance=t.integer("typosquat_distance", 2, minimum=0),
+                    osv_url=t.text("osv_url", check=lambda s: s.startswith(
+                        ("http://", "https://")), what="an http(s) URL"),
+                    lock=t.path("lock", root),
+                    deployed=t.strlist("deployed") if "deployed" in t.data else None,
+                    max_age_days=t.integer("max_age_days", 14, minimum=1))
+    if deps.deployed is not None and not deps.deployed:
+        raise t.err("deployed", "an empty list deploys nothing; leave the key out to use "
+                    "the engine target's surface")
+    return deps
 
 
 def _read_series_file(path: Path, t: _Table) -> tuple[str, ...]:
@@ -483,7 +518,9 @@ def _read_series_file(path: Path, t: _Table) -> tuple[str, ...]:
 
 
 def _service(t: _Table, profile: EngineProfile) -> ServiceSpec:
-    host = t.text("host", "127.0.0.1")
+    # an empty host is legal: the server then binds every interface (render writes 0.0.0.0)
+    host = "" if t.data.get("host") == "" else t.text("host", "127.0.0.1")
+    t.seen.add("host")
     loopback = t.flag("loopback_only", False)
     gpu = t.text("gpu", "nvidia", check=lambda s: s in ("nvidia", "intel", "none"),
                 what='"nvidia", "intel" or "none"')

@@ -40,7 +40,8 @@ class Context:
     options: Options
     workdir: Path  # private temporary folder for this run, removed at the end
     out_dir: Path  # the audit directory being written (a temporary folder until the end)
-    console: Console = field(default_factory=lambda: Console(stderr=True, highlight=False))
+    console: Console = field(default_factory=lambda: Console(stderr=True, highlight=False,
+                                                             emoji=False))
     results: dict[str, StageResult] = field(default_factory=dict)
     artifacts: dict[str, Any] = field(default_factory=dict)
 
@@ -76,9 +77,10 @@ class Context:
 
 
 def escape_markup(text: str) -> str:
-    from rich.markup import escape
+    """Progress text for the console: redacted, control characters escaped, markup literal."""
+    from auditor.textsafe import console_safe
 
-    return escape(text)
+    return console_safe(text)
 
 
 class Stage(ABC):

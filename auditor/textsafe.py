@@ -1,17 +1,57 @@
-"""Make untrusted text inert: terminal control bytes, Markdown, HTML; and redact secrets."""
+"""Make untrusted text inert: for the terminal, for Markdown and HTML; secrets redacted.
+
+Two control-character escapes, one core: :func:`terminal_safe` escapes *every* control and
+format character (newline, tab, CR, ESC, bidi overrides, zero-width and line-separator characters)
+so one untrusted string stays one visible line on a console; :func:`document_safe` does the same but
+keeps newline and tab, for formats that show multi-line snippets (HTML ``<pre>``, SARIF, Markdown
+code). :func:`console_safe` is the console boundary: redacted, escaped, rich markup made literal.
+Secret redaction lives in :mod:`auditor.redaction`.
+"""
 
 from __future__ import annotations
 
 import html
 import re
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+from auditor.redaction import dump_json, redact, redact_tree
+
+# Unicode categories Cc (controls, C0 and C1), Cf (format: bidi embeddings, overrides and
+# isolates, zero-width space/joiners, word joiner, BOM, soft hyphen, tag characters), Zl and Zp
+# (line and paragraph separators), and lone surrogates (which no terminal can encode). A test checks
+# this class against unicodedata for every code point.
+_CONTROL_CLASS = (
+    "\x00-\x1f\x7f-\x9f\ud800-\udfff\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u180e"
+    "\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb"
+    "\U000110bd\U000110cd\U00013430-\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a"
+    "\U000e0001\U000e0020-\U000e007f"
+)
+_CONTROL = re.compile(f"[{_CONTROL_CLASS}]")
+_CONTROL_KEEP_LINES = re.compile(f"(?![\n\t])[{_CONTROL_CLASS}]")
+
+
+def _visible(m: re.Match[str]) -> str:
+    code = ord(m.group())
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
 
 
 def terminal_safe(text: str) -> str:
-    r"""Control bytes (ESC, BEL, CR, bidi overrides...) become visible ``\xNN`` escapes."""
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100
-                        else f"\\u{ord(m.group()):04x}", text)
+    r"""One visible line: every control or format character (``\n``, ``\r``, ``\t``, ESC, BEL,
+    bidi overrides, zero-width characters, line separators) becomes a ``\xNN``/``\uNNNN`` escape."""
+    return _CONTROL.sub(_visible, text)
+
+
+def document_safe(text: str) -> str:
+    """Like :func:`terminal_safe` but newline and tab stay (multi-line snippets in documents)."""
+    return _CONTROL_KEEP_LINES.sub(_visible, text)
+
+
+def console_safe(text: object) -> str:
+    """Untrusted text for a rich console line: redacted, control bytes escaped, markup literal."""
+    from rich.markup import escape
+
+    return escape(terminal_safe(redact("" if text is None else str(text))))
 
 
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+!|<>~&])")
@@ -19,37 +59,13 @@ _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+!|<>~&])")
 
 def markdown_safe(text: str) -> str:
     """Inline Markdown text with no links, images, HTML or emphasis; one line."""
-    one_line = terminal_safe(text).replace("\r", " ").replace("\n", " ")
+    one_line = document_safe(text).replace("\n", " ").replace("\t", " ")
     return _MD_SPECIAL.sub(r"\\\1", one_line)
 
 
 def html_safe(text: str) -> str:
-    return html.escape(terminal_safe(text), quote=True)
+    return html.escape(document_safe(text), quote=True)
 
 
-# Secrets: well-known token shapes and `key = "value"` assignments of secret-looking names.
-_SECRET_PATTERNS = [
-    re.compile(r"\b(sk-[A-Za-z0-9_-]{16,})"),
-    re.compile(r"\b(hf_[A-Za-z0-9]{20,})"),
-    re.compile(r"\b(gh[pousr]_[A-Za-z0-9]{20,})"),
-    re.compile(r"\b(AKIA[0-9A-Z]{16})\b"),
-    re.compile(r"\b(xox[abpr]-[A-Za-z0-9-]{10,})"),
-    re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z ]*PRIVATE KEY-----|$)"),
-    # `name = "value"` (quoted literal), or env-file style `NAME=value` with a plain token value
-    re.compile(r"(?i)((?:api[_-]?key|token|secret|password|passwd|credential)s?[\"']?\s*[:=]\s*"
-               r"[\"'])([^\s\"']{6,})"),
-    re.compile(r"(?i)((?:api[_-]?key|token|secret|password|passwd|credential)s?\s*[:=]\s*)"
-               r"([A-Za-z0-9_\-./+:@]{8,})(?=\s|$)"),
-    re.compile(r"(?i)(--api-key[= ]+)([^\s\"']{4,})"),
-]
-
-
-def redact(text: str) -> str:
-    """Replace secret values with ``[REDACTED]``, keeping the name so the finding still reads."""
-    out = text
-    for pat in _SECRET_PATTERNS:
-        if pat.groups >= 2:
-            out = pat.sub(lambda m: m.group(1) + "[REDACTED]", out)
-        else:
-            out = pat.sub("[REDACTED]", out)
-    return out
+__all__ = ["console_safe", "document_safe", "dump_json", "html_safe", "markdown_safe", "redact",
+           "redact_tree", "terminal_safe"]

@@ -50,7 +50,8 @@ class CommitMatch:
 
     @property
     def subject_changed(self) -> bool:
-        return bool(self.old and self.new and self.old.subject != self.new.subject)
+        return bool(self.old and self.new
+                    and _norm_subject(self.old.subject) != _norm_subject(self.new.subject))
 
     def to_json(self) -> dict[str, Any]:
         return {"kind": self.kind.value,
@@ -69,7 +70,8 @@ def entries(details: Mapping[str, Any]) -> tuple[SeriesEntry, ...]:
 
 
 def _norm_subject(subject: str) -> str:
-    return " ".join(subject.split())
+    # redacted: a saved baseline holds subjects redacted, a fresh audit holds them as written
+    return " ".join(redact(subject).split())
 
 
 def match_series(old: Sequence[SeriesEntry], new: Sequence[SeriesEntry]) -> tuple[CommitMatch, ...]:

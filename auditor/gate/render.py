@@ -7,7 +7,6 @@ its target: Markdown via :func:`auditor.report.markdown.md`, the terminal via
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -19,13 +18,14 @@ from auditor.model import Finding
 from auditor.report.console import safe
 from auditor.report.markdown import VERDICT_MARK, code, finding_row, md, table
 from auditor.report.view import clean_finding, dep_text, short, vulnerabilities
+from auditor.textsafe import dump_json
 
 _COLOUR = {MatchKind.UNCHANGED: "green", MatchKind.CHANGED: "yellow", MatchKind.ADDED: "cyan",
            MatchKind.DROPPED: "red"}
 
 
 def gate_json(g: GateResult) -> str:
-    return json.dumps(g.to_json(), indent=2, ensure_ascii=False) + "\n"
+    return dump_json(g.to_json())
 
 
 def _side(e: Any) -> tuple[str, str]:

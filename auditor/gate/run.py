@@ -32,7 +32,7 @@ def run_gate(spec: Spec, baseline: Path, out: Path, options: Options, as_json: b
              console: Console | None = None) -> int:
     from auditor.pipeline import audit as run_audit
 
-    console = console or Console(stderr=True, highlight=False)
+    console = console or Console(stderr=True, highlight=False, emoji=False)
     old = load_baseline(baseline)
     check_fits(old, spec, baseline)
     new = run_audit(spec, options, out)

@@ -13,6 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
+from auditor.errors import InputError
 from auditor.gitio import TreeEntry
 from auditor.model import (
     Category,
@@ -190,6 +191,13 @@ def _git_side(ctx: Context, git: ProofGit, base: str, head: str,
     # plain progress lines: the main thread may be showing a spinner, and rich allows one at a time
     ctx.progress("checking the series")
     series = check_series(git, base, head, listed)
+    absent = [m.listed for m in series.missing if m.sha is None]
+    if absent:  # bad input (exit 2), not a failed proof: the spec names commits nobody has
+        raise InputError(
+            f"{ctx.spec.patches.commits_source}: {len(absent)} listed commit(s) do not exist in "
+            f"the patches repository {ctx.spec.patches.repo}: {', '.join(absent[:5])}"
+            + (f" and {len(absent) - 5} more" if len(absent) > 5 else ""),
+            hint="fetch the series into the patches repository, or fix the list")
     ctx.progress(f"replaying {len(series.commits)} commits onto {base[:12]}")
     rp = replay(git, base, series.commits, ctx.workdir / "verify")
     against = rp.tree or head_tree

@@ -7,12 +7,14 @@ never by re-running a stage.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from auditor.errors import InputError
-from auditor.model import AuditResult
+from auditor.model import STAGES, AuditResult, Verdict, compute_verdict
 from auditor.report.interface import Formatter, ReportFormat, formatter_for
+from auditor.textsafe import redact_tree
 
 if TYPE_CHECKING:
     from auditor.stage import Context
@@ -26,10 +28,44 @@ def formatters() -> list[Formatter]:
     return [formatter_for(f) for f in AUDIT_FORMATS]
 
 
+def redacted(audit: AuditResult) -> AuditResult:
+    """The audit with every string in it (keys too) redacted: the one pass each format reads."""
+    return AuditResult.from_json(redact_tree(audit.to_json()))
+
+
+@dataclass(frozen=True)
+class Recomputed:
+    """A saved audit with its verdict recomputed; ``stored`` is the file's verdict when it differs."""
+
+    audit: AuditResult
+    stored: Verdict | None
+
+    @property
+    def note(self) -> str | None:
+        if self.stored is None:
+            return None
+        return (f"audit.json says {self.stored.value}, but its own findings and not-checked "
+                f"reasons give {self.audit.verdict.value}: the stored verdict was replaced "
+                "(was the file edited?)")
+
+
+def recompute_verdict(audit: AuditResult) -> Recomputed:
+    """The verdict of a saved audit recomputed from its stages (findings, not-checked reasons,
+    failures) by the pipeline's own :func:`~auditor.model.compute_verdict`; a stored verdict that
+    differs is replaced, and the difference is the first reason."""
+    stages = [audit.stages[n] for n in STAGES if n in audit.stages]
+    verdict, reasons = compute_verdict(stages)
+    if verdict is audit.verdict:
+        return Recomputed(audit, None)
+    fixed = Recomputed(replace(audit, verdict=verdict), audit.verdict)
+    return Recomputed(replace(fixed.audit, reasons=(str(fixed.note), *reasons)), audit.verdict)
+
+
 def write_reports(audit: AuditResult, out_dir: Path, ctx: Context | None = None) -> None:
-    """report.md, report.html and findings.sarif into ``out_dir``."""
+    """report.md, report.html and findings.sarif into ``out_dir``, made from the redacted audit."""
+    clean = redacted(audit)
     for fmt in formatters():
-        (out_dir / fmt.filename).write_text(fmt.render(audit), encoding="utf-8")
+        (out_dir / fmt.filename).write_text(fmt.render(clean), encoding="utf-8")
 
 
 def load_audit(path: Path) -> AuditResult:
@@ -50,16 +86,24 @@ def load_audit(path: Path) -> AuditResult:
         raise InputError(f"{path}: not a valid audit.json ({exc})") from None
 
 
+def load_saved(path: Path) -> Recomputed:
+    """A saved audit for re-rendering: loaded, verdict recomputed, every string redacted."""
+    checked = recompute_verdict(load_audit(path))
+    return Recomputed(redacted(checked.audit), checked.stored)
+
+
 def render_saved(path: Path, fmt: ReportFormat) -> str:
-    """One format of a saved audit (``auditor report``): made from audit.json, nothing re-run."""
-    return formatter_for(fmt).render(load_audit(path))
+    """One format of a saved audit (``auditor report``): made from audit.json, nothing re-run,
+    the verdict recomputed (see :func:`recompute_verdict`)."""
+    return formatter_for(fmt).render(load_saved(path).audit)
 
 
 def step_summary_of(path: Path) -> str:
     from auditor.report.github import step_summary
 
-    return step_summary(load_audit(path))
+    return step_summary(load_saved(path).audit)
 
 
-__all__ = ["AUDIT_FORMATS", "Formatter", "ReportFormat", "formatter_for", "formatters",
-           "load_audit", "render_saved", "step_summary_of", "write_reports"]
+__all__ = ["AUDIT_FORMATS", "Formatter", "Recomputed", "ReportFormat", "formatter_for",
+           "formatters", "load_audit", "load_saved", "recompute_verdict", "redacted",
+           "render_saved", "step_summary_of", "write_reports"]

@@ -1,7 +1,8 @@
 """What the terminal shows: a one-screen summary of an audit, or of one stage.
 
-Every untrusted string is redacted, its control bytes (ESC, BEL, OSC 8 hyperlinks, bidi overrides)
-made visible by :func:`~auditor.textsafe.terminal_safe`, and its rich markup escaped.
+Every untrusted string goes through :func:`~auditor.textsafe.console_safe`: redacted, every control
+or format character (newline, CR, ESC, BEL, OSC 8 hyperlinks, bidi overrides, zero-width
+characters) made a visible escape so it stays on its own line, and its rich markup escaped.
 """
 
 from __future__ import annotations
@@ -9,11 +10,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from rich.console import Console
-from rich.markup import escape
 
-from auditor.model import AuditResult, Finding, StageResult, StageStatus
+from auditor.model import AuditResult, Finding, StageResult, StageStatus, compute_verdict
 from auditor.report.view import build_view, clean_finding, short
-from auditor.textsafe import redact, terminal_safe
+from auditor.textsafe import console_safe
 
 _COLOURS = {"PASS": "green", "REVIEW": "yellow", "FAIL": "red", "INCOMPLETE": "magenta",
             "ok": "green", "failed": "red", "incomplete": "magenta", "not-requested": "dim",
@@ -23,15 +23,18 @@ MAX_FINDINGS = 20
 
 
 def safe(text: object) -> str:
-    return escape(terminal_safe(redact("" if text is None else str(text))))
+    """The console boundary for untrusted text (see :func:`auditor.textsafe.console_safe`)."""
+    return console_safe(text)
 
 
 def _finding_line(f: Finding) -> str:
     state = "waived" if f.waived else f.action.value
-    where = short(f.commit) if f.commit else "upstream"
+    # which commit brought it: a series commit, upstream code, or nothing to say (a unit file,
+    # a dependency, the audit itself)
+    where = short(f.commit) if f.commit else "upstream" if f.inherited else None
     loc = safe(f.path or "(no file)") + (f":{f.line}" if f.line >= 1 else "")
-    return (f"  [{_COLOURS[state]}]{state:<6}[/] {safe(f.category.value)} {loc} ({safe(where)}) "
-            f"{safe(f.message)}")
+    label = f" ({safe(where)})" if where else ""
+    return f"  [{_COLOURS[state]}]{state:<6}[/] {safe(f.category.value)} {loc}{label} {safe(f.message)}"
 
 
 def _findings(console: Console, findings: list[Finding], limit: int = MAX_FINDINGS) -> None:
@@ -44,8 +47,18 @@ def _findings(console: Console, findings: list[Finding], limit: int = MAX_FINDIN
 
 
 def print_stage(console: Console, result: StageResult) -> None:
-    colour = _COLOURS.get(result.status.value, "")
-    console.print(f"[bold]{result.name}[/bold]: [{colour}]{result.status.value}[/{colour}]")
+    """The stage's verdict first (what its exit code says), then why, then its findings."""
+    verdict, _ = compute_verdict([result])
+    colour = _COLOURS[verdict.value]
+    counted = [f for f in result.findings if f.counts]
+    counts = ", ".join(f"{n} {word}" for n, word in (
+        (sum(f.action.value == "block" for f in counted), "blocking"),
+        (sum(f.action.value == "review" for f in counted), "to review")) if n)
+    said = {StageStatus.FAILED: "FAIL", StageStatus.INCOMPLETE: "INCOMPLETE"}.get(result.status)
+    ran = f"checks {result.status.value}" if said and said != verdict.value else ""
+    tail = "; ".join(x for x in (counts, ran) if x)
+    console.print(f"[bold]{result.name}[/bold]: [{colour}]{verdict.value}[/{colour}]"
+                  + (f" ({tail})" if tail else ""))
     for r in result.reasons:
         console.print(f"  [red]✗[/red] {safe(r)}")
     for r in result.not_checked:

@@ -15,7 +15,7 @@ from auditor.model import Action, AuditResult, Finding, Verdict
 from auditor.report.interface import Formatter
 from auditor.report.markdown import render_view
 from auditor.report.view import build_view, short
-from auditor.textsafe import redact, terminal_safe
+from auditor.textsafe import document_safe, redact
 
 COMMAND = {Action.BLOCK: "error", Action.REVIEW: "warning", Action.INFO: "notice"}
 VERDICT_COMMAND = {Verdict.PASS: "notice", Verdict.REVIEW: "warning", Verdict.FAIL: "error",
@@ -23,7 +23,7 @@ VERDICT_COMMAND = {Verdict.PASS: "notice", Verdict.REVIEW: "warning", Verdict.FA
 
 
 def escape_data(text: str) -> str:
-    out = terminal_safe(redact(text))
+    out = document_safe(redact(text))
     return out.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
 
 

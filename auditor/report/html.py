@@ -36,12 +36,12 @@ from auditor.report.view import (
     stats_text,
     vulnerabilities,
 )
-from auditor.textsafe import redact, terminal_safe
+from auditor.textsafe import document_safe, redact
 
 
 def _t(value: Any) -> str:
     """Untrusted text, redacted and with control bytes visible (autoescape does the HTML)."""
-    return terminal_safe(redact(as_text(value)))
+    return document_safe(redact(as_text(value)))
 
 
 def _env() -> Environment:

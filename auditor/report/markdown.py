@@ -33,7 +33,7 @@ from auditor.report.view import (
     stats_text,
     vulnerabilities,
 )
-from auditor.textsafe import markdown_safe, redact, terminal_safe
+from auditor.textsafe import document_safe, markdown_safe, redact
 
 #: a PR comment holds 65,536 characters: long tables are cut and point at report.html
 MAX_ROWS = 60
@@ -59,7 +59,7 @@ def md(text: Any) -> str:
 
 def code(text: Any) -> str:
     """A short identifier (sha, tree, ref) as inline code: no backticks, pipes or control bytes."""
-    value = terminal_safe(redact(as_text(text))).replace("\r", " ").replace("\n", " ")
+    value = document_safe(redact(as_text(text))).replace("\r", " ").replace("\n", " ")
     value = value.replace("`", "'").replace("|", "\\|")
     return f"`{value}`" if value.strip() else "—"
 

@@ -14,7 +14,6 @@ cannot be tricked either.
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -24,7 +23,7 @@ from urllib.parse import quote
 from auditor.model import Action, AuditResult, Category, Finding, Severity, StageResult, StageStatus
 from auditor.report.interface import Formatter
 from auditor.report.view import clean_finding
-from auditor.textsafe import redact, terminal_safe
+from auditor.textsafe import document_safe, dump_json, redact
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 FINGERPRINT_KEY = "auditorFingerprint/v1"
@@ -67,7 +66,7 @@ CATEGORY_HELP: Mapping[Category, str] = {
 
 def sarif_text(text: str) -> str:
     """Plain SARIF message text: redacted, no control bytes, no embedded links (§3.11.6)."""
-    out = terminal_safe(redact(text))
+    out = document_safe(redact(text))
     return out.replace("\\", "\\\\").replace("[", "\\[").replace("]", "\\]")
 
 
@@ -102,7 +101,7 @@ def _result(f: Finding, rule_index: int) -> dict[str, Any]:
     if f.line >= 1 and f.end_line and f.end_line >= f.line:
         region["endLine"] = f.end_line
     if f.snippet and f.line >= 1:
-        region["snippet"] = {"text": terminal_safe(f.snippet)}
+        region["snippet"] = {"text": document_safe(f.snippet)}
     message = f.message if f.line >= 1 else f"{f.message} (applies to the whole file)"
     if not f.path:
         message = f"{f.message} (not tied to a file of the bundle)"
@@ -162,7 +161,7 @@ def sarif_document(findings: Iterable[Finding], *, tool_version: str = "",
 
 
 def dumps(doc: Mapping[str, Any]) -> str:
-    text = json.dumps(doc, indent=2, ensure_ascii=False)
+    text = dump_json(doc).rstrip("\n")
     # Valid JSON with the same values; inert if some viewer pastes it into HTML.
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026") + "\n"
 

@@ -60,7 +60,7 @@ from auditor.errors import ToolError
 from auditor.model import SeriesCommit, Workspace
 from auditor.sbom.diffs import CommitDiff
 from auditor.sbom.inputs import BuildInfo, DepsInfo, Module, sha256_or_none
-from auditor.textsafe import redact
+from auditor.textsafe import dump_json, redact
 
 #: the serial of a reproducible SBOM is uuid5(SERIAL_NAMESPACE, sha256 of the content)
 SERIAL_NAMESPACE = uuid.UUID("6f0d5d2e-3a58-5b8e-9c3e-1f5a0a6b7c21")
@@ -453,7 +453,7 @@ def _ordered(doc: dict[str, Any]) -> dict[str, Any]:
 
 
 def _dump(doc: Mapping[str, Any]) -> str:
-    return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+    return dump_json(doc)  # the one JSON writer: every string in the document redacted
 
 
 def validate_cyclonedx(text: str) -> None:

@@ -24,7 +24,7 @@ from packaging.utils import canonicalize_name
 from auditor.errors import ToolError
 from auditor.model import Workspace
 from auditor.sbom.inputs import BuildInfo, sha256_or_none
-from auditor.textsafe import redact
+from auditor.textsafe import dump_json, redact
 
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
 PREDICATE_TYPE = "https://slsa.dev/provenance/v1"
@@ -255,7 +255,7 @@ def build_provenance(f: ProvenanceFacts) -> ProvenanceDocument:
 
 
 def _dump(doc: Mapping[str, Any]) -> str:
-    return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+    return dump_json(doc)  # the one JSON writer: every string in the document redacted
 
 
 def validate_statement(doc: Mapping[str, Any]) -> None:

@@ -21,6 +21,14 @@ service.dev-shm              filesystem        review  /dev/shm neither private 
 service.hardening            service           review  missing or weak hardening directives
 service.exposure-score       service           review  systemd-analyze security scores above 2.0
 service.verify               service           review  systemd-analyze verify warns about a line
+service.trust-remote-code    process-exec      review  ``--trust-remote-code``: runs Python shipped
+                                                       with the model files
+service.code-from-writable   process-exec      block   a plugin or chat template loaded from a path
+                                                       the service or other users can write
+service.plugin               process-exec      review  a plugin (Python) loaded from a fixed path
+service.preload              process-exec      block   LD_PRELOAD, LD_LIBRARY_PATH, PYTHONPATH,
+                                                       PYTHONHOME, PYTHONSTARTUP outside the system
+                                                       folders (Environment= or on the command line)
 ===========================  ================  ======  =============================================
 """
 
@@ -33,7 +41,8 @@ from dataclasses import dataclass
 
 from auditor.errors import InputError
 from auditor.model import Action, Category, Finding, Severity, fingerprint_of
-from auditor.service.render import binds_everywhere, is_loopback, traits_of
+from auditor.service.address import bind_address
+from auditor.service.render import traits_of
 from auditor.service.unitfile import (
     Command,
     Directive,
@@ -81,9 +90,30 @@ HARDENING = _rule("hardening", Category.SERVICE, Severity.MEDIUM, Action.REVIEW)
 EXPOSURE_RULE = _rule("exposure-score", Category.SERVICE, Severity.MEDIUM, Action.REVIEW)
 VERIFY_RULE = _rule("verify", Category.SERVICE, Severity.LOW, Action.REVIEW)
 
+TRUST_REMOTE_CODE = _rule("trust-remote-code", Category.PROCESS_EXEC, Severity.HIGH,
+                          Action.REVIEW)
+WRITABLE_CODE = _rule("code-from-writable", Category.PROCESS_EXEC, Severity.CRITICAL, Action.BLOCK)
+PLUGIN = _rule("plugin", Category.PROCESS_EXEC, Severity.MEDIUM, Action.REVIEW)
+PRELOAD = _rule("preload", Category.PROCESS_EXEC, Severity.CRITICAL, Action.BLOCK)
+
 RULES: tuple[Rule, ...] = (KEY_ON_ARGV, KEY_IN_UNIT, EXPOSED, LOOPBACK_NO_KEY, BIND_ALL, ROOT, UMASK,
                            TELEMETRY, REQUEST_LOGGING, RESTART, DIRECTORY_MODE, DEV_SHM, HARDENING,
-                           EXPOSURE_RULE, VERIFY_RULE)
+                           EXPOSURE_RULE, VERIFY_RULE, TRUST_REMOTE_CODE, WRITABLE_CODE, PLUGIN,
+                           PRELOAD)
+
+#: flags whose value is a file the server loads: a Python plugin (code) or a chat template
+CODE_FLAGS = ("--tool-parser-plugin", "--reasoning-parser-plugin")
+TEMPLATE_FLAGS = ("--chat-template", "--tool-call-template")
+#: variables that make the server load other code: libraries first, or Python modules first
+LOADER_VARS = ("LD_PRELOAD", "LD_LIBRARY_PATH", "LD_AUDIT", "PYTHONPATH", "PYTHONHOME",
+               "PYTHONSTARTUP", "PYTHONUSERBASE")
+#: folders the package manager owns (root-writable only by convention)
+SYSTEM_DIRS = ("/usr/lib", "/usr/lib64", "/lib", "/lib64", "/usr/local/lib", "/usr/share",
+               "/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu")
+#: folders a service or a local user can write, whatever the unit says
+WRITABLE_DIRS = ("/tmp", "/var/tmp", "/dev/shm", "/home", "/root", "/run/user", "/var/lib",
+                 "/var/cache", "/var/log", "/srv", "/mnt", "/media")
+_LOADER_IN_TEXT = re.compile(r"(?<![\w])(" + "|".join(LOADER_VARS) + r")=(\"[^\"]*\"|'[^']*'|[^\s;&|]+)")
 
 SECRET_NAME = re.compile(r"(?i)(API_?KEY|TOKEN|SECRET|PASSW(?:OR)?D)")
 SECRET_FLAGS = ("--api-key", "--hf-token", "--token")
@@ -137,6 +167,26 @@ class _Linter:
 
     def main_commands(self) -> list[Command]:
         return [c for c in commands(self.unit) if c.directive.key == "ExecStart"]
+
+    def writable_dirs(self) -> tuple[str, ...]:
+        """Folders the service can write: the well-known ones, those the unit creates for it
+        (StateDirectory= …), ReadWritePaths= and its WorkingDirectory=."""
+        out = list(WRITABLE_DIRS)
+        for kind, base in (("State", "/var/lib"), ("Cache", "/var/cache"), ("Logs", "/var/log"),
+                           ("Runtime", "/run"), ("Configuration", "/etc")):
+            for d in self.unit.effective_list(S, f"{kind}Directory"):
+                out += [f"{base}/{w.text.split(':')[0]}" for w in _words(d.value)]
+        for d in self.unit.effective_list(S, "ReadWritePaths"):
+            out += [w.text.lstrip("-+") for w in _words(d.value)]
+        wd = self.value("WorkingDirectory")
+        if wd and wd.startswith("/"):
+            out.append(wd.lstrip("-"))
+        return tuple(p.rstrip("/") or "/" for p in out)
+
+    def is_writable(self, path: str) -> bool:
+        if not path.startswith("/") or "/../" in path or "$" in path:
+            return True  # relative: resolved against a working directory the service may own
+        return any(path == d or path.startswith(d + "/") for d in self.writable_dirs())
 
     # ---- rules
     def key_on_argv(self) -> None:
@@ -200,6 +250,9 @@ class _Linter:
         return self.traits.default_host, None
 
     def key_source(self) -> bool:
+        key_env = self.profile.api_key_env
+        if key_env and self.environment().get(key_env, ("", None))[0]:
+            return True  # a key, though in the unit file itself (service.key-in-unit says so)
         if self.unit.all(S, "EnvironmentFile") or any(
                 self.unit.all(S, k) for k in ("LoadCredential", "LoadCredentialEncrypted",
                                               "SetCredentialEncrypted")):
@@ -214,7 +267,8 @@ class _Linter:
         where = (f"binds {host}" if host is not None and d is not None else
                  f"has no --host, and the {self.profile.name} server then binds "
                  f"{host or 'an address this profile does not know (assumed: every interface)'}")
-        local = host is not None and "$" not in host and is_loopback(host)
+        bound = bind_address(host) if host is not None and "$" not in host else None
+        local = bound is not None and bound.loopback
         if not self.key_source():
             if local:
                 self.add(LOOPBACK_NO_KEY, line, f"no API key; the server {where}, so every "
@@ -223,7 +277,7 @@ class _Linter:
                 self.add(EXPOSED, line, f"the server {where} and the unit gives it no API key "
                          "(no EnvironmentFile=, credential or key file): anyone who reaches the "
                          "port can use the model", "no-key exposed", directive=d)
-        if host is None or "$" in host or binds_everywhere(host):
+        if bound is None or bound.everywhere:
             self.add(BIND_ALL, line, f"the server {where}: every interface; bind 127.0.0.1 or "
                      "one address, and limit clients with IPAddressAllow=", "bind-all",
                      directive=d)
@@ -352,6 +406,54 @@ class _Linter:
                  "give the service a private one (TemporaryFileSystem=/dev/shm) or clean it in "
                  "ExecStartPre= and ExecStopPost=", "dev-shm")
 
+    def launch_flags(self) -> None:
+        """Flags that make the server run code it did not ship with."""
+        for cmd in self.main_commands():
+            d = cmd.directive
+            argv = [systemd_dollars(a) for a in cmd.argv]
+            text = " ".join(argv)
+            if any(a == "--trust-remote-code" or a.startswith("--trust-remote-code=")
+                   for a in argv) or re.search(r"(?<![\w-])--trust-remote-code\b", text):
+                self.add(TRUST_REMOTE_CODE, d.line, "ExecStart= passes --trust-remote-code: the "
+                         "server imports and runs Python files shipped with the model (its "
+                         "config's auto_map), as the service user; pin the model revision and "
+                         "review that code, or drop the flag", "argv --trust-remote-code",
+                         directive=d)
+            for flag, path in _flag_values(argv, CODE_FLAGS + TEMPLATE_FLAGS):
+                code = flag in CODE_FLAGS
+                what = "a Python plugin" if code else "a chat template"
+                if self.is_writable(path):
+                    self.add(WRITABLE_CODE, d.line, f"ExecStart= loads {what} from {path} "
+                             f"({flag}), a path the service or other users can write: whoever "
+                             "writes it changes what the server runs; keep it in a root-owned "
+                             "folder (/usr, /etc, /opt) outside ReadWritePaths=",
+                             f"argv {flag} writable", directive=d)
+                elif code:
+                    self.add(PLUGIN, d.line, f"ExecStart= imports {what} from {path} ({flag}): "
+                             "Python code that runs inside the server; review it",
+                             f"argv {flag}", directive=d)
+
+    def loaders(self) -> None:
+        """LD_PRELOAD, PYTHONPATH and friends: in Environment= or on the command line."""
+        seen: list[tuple[str, str, Directive]] = [
+            (name, val, d) for name, (val, d) in self.environment().items()
+            if name in LOADER_VARS and val]
+        for cmd in commands(self.unit):
+            for word in cmd.argv:
+                for m in _LOADER_IN_TEXT.finditer(systemd_dollars(word)):
+                    seen.append((m.group(1), m.group(2).strip("\"'"), cmd.directive))
+        for name, val, d in seen:
+            outside = [p for p in re.split(r"[:\s]+", val)
+                       if p and not any(p == s or p.startswith(s + "/") for s in SYSTEM_DIRS)]
+            if not outside:
+                continue
+            where = "Environment=" if d.key == "Environment" else f"{d.key}="
+            self.add(PRELOAD, d.line, f"{where} sets {name}={val}: the server loads "
+                     f"{'libraries' if name.startswith('LD_') else 'Python modules'} from "
+                     f"{', '.join(outside)} before its own, outside the system folders; "
+                     "install them in the engine's environment instead",
+                     f"{name} {' '.join(outside)}", directive=d)
+
     def hardening(self) -> None:
         missing: list[str] = []
         for key, ok, want in _HARDENING:
@@ -367,6 +469,21 @@ class _Linter:
         if missing:
             self.add(HARDENING, self.service_line, "missing hardening: " + ", ".join(missing),
                      "missing " + " ".join(missing))
+
+
+def _flag_values(argv: list[str], flags: tuple[str, ...]) -> Iterator[tuple[str, str]]:
+    """(flag, value) for each ``--flag VALUE`` / ``--flag=VALUE`` of ``flags`` in ``argv``, also
+    inside a shell script given as one word."""
+    for i, word in enumerate(argv):
+        for flag in flags:
+            if word == flag and i + 1 < len(argv):
+                yield flag, argv[i + 1]
+            elif word.startswith(flag + "="):
+                yield flag, word.split("=", 1)[1]
+            elif " " in word:
+                for m in re.finditer(rf"(?<![\w-]){re.escape(flag)}(?:=|\s+)[\"']?([^\s\"';]+)",
+                                     word):
+                    yield flag, m.group(1)
 
 
 def _words(value: str) -> list[Word]:
@@ -469,7 +586,7 @@ def lint_unit(unit: UnitFile, profile: EngineProfile) -> list[Finding]:
     steps: tuple[Callable[[], None], ...] = (
         linter.key_on_argv, linter.key_in_unit, linter.exposure, linter.root_user, linter.umask,
         linter.telemetry, linter.request_logging, linter.restart, linter.directory_modes,
-        linter.dev_shm, linter.hardening)
+        linter.dev_shm, linter.launch_flags, linter.loaders, linter.hardening)
     for step in steps:
         step()
     return linter.findings

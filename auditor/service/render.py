@@ -41,6 +41,7 @@ from enum import StrEnum
 from typing import Any
 
 from auditor.errors import SpecError
+from auditor.service.address import bind_address
 from auditor.service.escape import absolute_path, env_assignment, exec_word, plain_value
 from auditor.service.unitfile import parse_unit
 from auditor.spec import EngineProfile, ServiceSpec
@@ -98,19 +99,6 @@ class RenderedUnit:
     env_example_name: str  # "<name>.env.example"
     env_example_text: str
     key_mode: KeyMode
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
-def binds_everywhere(host: str) -> bool:
-    return host in ("0.0.0.0", "::", "", "*")
 
 
 _HOST_RE = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9.-]{0,251}[A-Za-z0-9])?")
@@ -180,11 +168,13 @@ def render_unit(service: ServiceSpec, profile: EngineProfile, *,
                            "api_key_credential (LoadCredential=), or loopback_only = true for a "
                            "server that only local users reach")
 
-    # ---- where it listens, who may talk to it
-    host = service.host
-    if not (_HOST_RE.fullmatch(host) or _is_ip(host)):
-        raise err("host", f"expected an IP address or a host name, got {host!r}")
-    if service.loopback_only and not is_loopback(host):
+    # ---- where it listens, who may talk to it: read as the resolver reads it (`0`, `0x0`,
+    # `[::]`, `::ffff:0.0.0.0` are every interface) and written in the usual spelling
+    bound = bind_address(service.host)
+    if bound.ip is None and not _HOST_RE.fullmatch(service.host):
+        raise err("host", f"expected an IP address or a host name, got {service.host!r}")
+    host = bound.canonical
+    if service.loopback_only and not bound.loopback:
         raise err("host", f"loopback_only = true but host is {host!r}, not a loopback address")
     if not 1 <= service.port <= 65535:
         raise err("port", f"expected a port 1-65535, got {service.port}")
@@ -199,12 +189,12 @@ def render_unit(service: ServiceSpec, profile: EngineProfile, *,
             raise err(f"client_networks[{i}]", f"{net!r} allows every address, which undoes "
                       "IPAddressDeny=any; list the client networks")
         networks.append(str(parsed))
-    if not is_loopback(host) and not networks:
+    if not bound.loopback and not networks:
         raise err("client_networks", f"host {host!r} is reachable from the network but "
                   "client_networks is empty: IPAddressDeny=any would drop every client",
                   hint='list the networks the clients connect from, e.g. ["10.0.0.0/24"]')
     allow = ["localhost", *networks]
-    if _is_ip(host) and not is_loopback(host) and not binds_everywhere(host):
+    if bound.ip is not None and not bound.loopback and not bound.everywhere:
         own = ipaddress.ip_network(host)
         if not any(own.subnet_of(ipaddress.ip_network(n)) for n in networks  # type: ignore[arg-type]
                    if ipaddress.ip_network(n).version == own.version):
@@ -353,20 +343,12 @@ def render_unit(service: ServiceSpec, profile: EngineProfile, *,
                         key_mode=mode)
 
 
-def _is_ip(host: str) -> bool:
-    try:
-        ipaddress.ip_address(host)
-    except ValueError:
-        return False
-    return True
-
-
 def _probe_host(host: str) -> str:
     if host == "0.0.0.0":
         return "127.0.0.1"
     if host == "::":
         return "::1"
-    return host
+    return host  # canonical already (see bind_address)
 
 
 def _safe_comment(text: str) -> str:

@@ -103,3 +103,27 @@ def test_missing_spec_file_exit_2(tmp_path: Path) -> None:
     assert res.returncode == 2
     assert "file not found" in res.stderr and "Traceback" not in res.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_every_problem_of_a_spec_is_reported_in_one_run(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    spec = tmp_path / "audit.toml"
+    spec.write_text('[engine]\nprofile = "vllm"\nverison = "1"\n\n'
+                    '[upstream]\nrepo = "."\ncomit = "abc"\n\n'
+                    '[patches]\nref = "x"\ncommits = ["zz"]\n\n'
+                    '[bundle]\npath = "."\nstrip_components = -1\n\n'
+                    '[service]\nmodel = "/m\\u0000x"\n\n[extras]\n')
+    with pytest.raises(SpecError) as info:
+        load_spec(spec)
+    keys = [p.key for p in getattr(info.value, "problems", ())]
+    assert keys == ["extras", "engine.version", "engine.verison", "upstream.ref",
+                    "upstream.comit", "patches.commits[0]", "bundle.strip_components",
+                    "service.model"]
+    res = subprocess.run([sys.executable, "-m", "auditor", "verify", str(spec)],
+                         capture_output=True, text=True, env={"COLUMNS": "200", "PATH": ""})
+    assert res.returncode == 2
+    for key in keys:
+        assert f"[{key}]" in res.stderr
+    assert "8 problems" in res.stderr and "Traceback" not in res.stderr

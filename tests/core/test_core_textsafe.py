@@ -33,3 +33,26 @@ def test_markdown_and_html_are_inert() -> None:
     assert "](" not in md.replace("\\](", "") and "<script>" not in md
     assert html_safe("<script>alert('x')</script>") == \
         "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt;"
+
+
+def test_every_control_and_format_character_is_escaped_for_the_terminal() -> None:
+    import unicodedata
+
+    from auditor.textsafe import document_safe
+
+    for code in range(0x110000):
+        ch = chr(code)
+        if unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp", "Cs"):
+            assert terminal_safe(ch) != ch, hex(code)
+            assert document_safe(ch) != ch or ch in "\n\t", hex(code)
+    assert terminal_safe("z.py\n\n──── verdict: PASS ────") == \
+        "z.py\\x0a\\x0a──── verdict: PASS ────"
+    assert terminal_safe("a\u200bb\u2028c\ufeff") == "a\\u200bb\\u2028c\\ufeff"
+    assert document_safe("line 1\n\tline 2\r") == "line 1\n\tline 2\\x0d"
+
+
+def test_console_safe_redacts_escapes_and_keeps_markup_literal() -> None:
+    from auditor.textsafe import console_safe
+
+    out = console_safe("[bold red]x[/] token=ghp_u8jzPde0IgxLd6GncfBAepfJBd0Kh8oOOL8d\n")
+    assert "ghp_" not in out and "\n" not in out and out.startswith("\\[bold red]")

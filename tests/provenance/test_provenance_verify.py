@@ -102,17 +102,16 @@ def test_hidden_commit(tmp_path):
     assert any("hidden commit" in r and hidden[:12] in r for r in data["reasons"])
 
 
-def test_listed_commit_that_does_not_exist(tmp_path):
+def test_listed_commit_that_does_not_exist_is_bad_input_exit_2(tmp_path):
+    # DESIGN: a missing commit is bad input (exit 2), not a verdict; README says the same
     case = simple_case(tmp_path)
     spec = case["spec"]
     ghost = "deadbeef" * 5
     spec["patches"]["commits"] = [case["commits"][0], ghost, case["commits"][1]]
-    code, data, _ = verify(tmp_path, spec)
-    assert code == 1
-    assert data["series"]["missing"] == [ghost]
-    assert any(ghost in r and "does not exist" in r for r in data["reasons"])
-    # the commits that exist still replay to the bundle's tree
-    assert data["expected_tree"] == data["bundle_tree"]
+    code, data, err = verify(tmp_path, spec)
+    assert code == 2 and data is None
+    assert ghost in err and "do not exist in the patches repository" in err
+    assert "patches.commits" in err and "Traceback" not in err
 
 
 def test_listed_commit_not_on_the_branch(tmp_path):

@@ -63,3 +63,27 @@ def test_report_cli_bad_audit_json_exit_2(content: str | None, tmp_path: Path) -
     res = CliRunner().invoke(app, ["report", str(path)])
     assert res.exit_code == 2
     assert str(path) in res.stderr and "Traceback" not in res.stderr
+
+
+@pytest.mark.parametrize("fmt", [f.value for f in ReportFormat])
+def test_report_recomputes_a_forged_verdict(fmt: str, tmp_path: Path) -> None:
+    data = rich_audit().to_json()
+    assert data["verdict"] == "FAIL"
+    data["verdict"] = "PASS"
+    data["reasons"] = ["every requested check ran and nothing needs review"]
+    path = tmp_path / "audit.json"
+    path.write_text(json.dumps(data))
+    res = CliRunner().invoke(app, ["report", str(path), "--format", fmt])
+    assert res.exit_code == 0
+    assert "audit.json says PASS" in " ".join(res.stderr.split())
+    if fmt != "sarif":  # SARIF carries findings, not a verdict
+        assert "FAIL" in res.stdout and "says PASS" in res.stdout
+    if fmt == "json":
+        assert json.loads(res.stdout)["verdict"] == "FAIL"
+    if fmt == "md":
+        assert "✅" not in res.stdout.splitlines()[0]
+
+
+def test_report_keeps_an_honest_verdict_without_a_warning(saved: Path) -> None:
+    res = CliRunner().invoke(app, ["report", str(saved), "--format", "md"])
+    assert res.exit_code == 0 and "warning" not in res.stderr

@@ -38,7 +38,7 @@ def test_report_console_not_checked_before_stages() -> None:
 def test_report_console_stage() -> None:
     st = hostile_audit().stages["deps"]
     text = render(print_stage, st)
-    assert text.startswith("deps: incomplete")
+    assert text.startswith("deps: INCOMPLETE\n")
     assert "not checked: osv snapshot missing" in text
     text = render(print_stage, rich_audit().stages["scan"])
     assert text.count("\n") == 1 + len(rich_audit().stages["scan"].findings)

@@ -67,17 +67,23 @@ def test_render_allows_no_key_when_loopback_only(tmp_path, case):
     assert out.exists() and (tmp_path / "u.env.example").exists()
 
 
-def test_render_keeps_an_injection_attempt_inert(tmp_path, case):
+@pytest.mark.parametrize(("key", "value"), [
+    ("model", "/srv/m\\nExecStartPre=/bin/sh -c evil\\n[Install]"),
+    ("model", "/srv/m\\u0000x"),
+    ("user", "vllm\\r"),
+    ("host", "127.0.0.1\\u202e"),
+])
+def test_render_refuses_a_control_character_in_a_service_value(tmp_path, case, key, value):
     spec = _spec(tmp_path, case, api_key_file="/etc/vllm/vllm.env")
-    text = spec.read_text().replace('model = "/srv/models/qwen"',
-                                    'model = "/srv/m\\nExecStartPre=/bin/sh -c evil\\n[Install]"')
+    text = spec.read_text()
+    text = text.replace(f'{key} = "', f'{key} = "{value}', 1) if f"{key} = " in text else \
+        text + f'{key} = "{value}"\n'
     spec.write_text(text)
     out = tmp_path / "u.service"
     res = runner.invoke(app, ["unit", "render", str(spec), "-o", str(out)])
-    assert res.exit_code == (0 if HAS_ANALYZE else 3), res.stderr
-    unit = parse_unit(out.read_text(), "u.service")
-    assert unit.all("Service", "ExecStartPre") == []
-    assert [name for name, _ in unit.sections] == ["Unit", "Service", "Install"]
+    assert res.exit_code == 2, res.stderr
+    assert f"[service.{key}]" in _err(res) and "control character" in _err(res)
+    assert not out.exists()
 
 
 def test_render_to_stdout_or_into_a_folder(tmp_path, case):

@@ -132,6 +132,34 @@ BAD = [
     ("service.hardening", _edit("IPAddressDeny=any\n", ""), SERVICE_LINE, Action.REVIEW),
     ("service.hardening", _edit("SystemCallFilter=@system-service",
                                 "SystemCallFilter=~@mount"), 33, Action.REVIEW),
+    # launch flags and loaders that run someone else's code
+    ("service.trust-remote-code", _edit("--port 8000", "--port 8000 --trust-remote-code"), 8,
+     Action.REVIEW),
+    ("service.code-from-writable",
+     _edit("--port 8000", "--port 8000 --chat-template /var/lib/vllm/t.jinja"), 8, Action.BLOCK),
+    ("service.code-from-writable",
+     _edit("--port 8000", "--port 8000 --tool-parser-plugin=plugins/p.py"), 8, Action.BLOCK),
+    ("service.code-from-writable",
+     _edit("ExecStart=/opt/vllm/bin/vllm serve /srv/models/qwen \\\n    " + HOST,
+           "ExecStart=/bin/sh -c 'exec vllm serve /srv/models/qwen --host 127.0.0.1 "
+           "--chat-template /tmp/t.jinja'"), 8, Action.BLOCK),
+    ("service.plugin",
+     _edit("--port 8000", "--port 8000 --tool-parser-plugin /opt/site/parser.py"), 8,
+     Action.REVIEW),
+    ("service.preload", _edit("UMask=0077", "UMask=0077\nEnvironment=\"LD_PRELOAD=/opt/nccl/lib/"
+                              "libnccl.so.2\""), 18, Action.BLOCK),
+    ("service.preload", _edit("UMask=0077", "UMask=0077\nEnvironment=PYTHONPATH=/opt/vllm"), 18,
+     Action.BLOCK),
+    ("service.preload", _edit("ExecStart=/opt/vllm/bin/vllm", "ExecStart=/usr/bin/env "
+                              "LD_LIBRARY_PATH=/srv/lib /opt/vllm/bin/vllm"), 8, Action.BLOCK),
+    ("service.preload",
+     _edit("ExecStart=/opt/vllm/bin/vllm serve /srv/models/qwen \\\n    " + HOST,
+           "ExecStart=/bin/sh -c 'PYTHONPATH=/home/me/patches exec vllm serve /srv/models/qwen "
+           "--host 127.0.0.1'"), 8, Action.BLOCK),
+] + [
+    ("service.bind-all", _edit(HOST, f"--host {host} --port 8000"), 8, Action.REVIEW)
+    for host in ("0", "0.0", "0x0", "000.0.0", "::0", "[::]", "0:0:0:0:0:0:0:0", "::ffff:0.0.0.0",
+                 "0.0.0.0", '""', "*")
 ]
 
 
@@ -152,6 +180,19 @@ def test_every_lint_rule_has_a_bad_unit():
     lint_rules = {r.id for r in RULES} - {"service.exposure-score", "service.verify",
                                           "service.no-key-loopback"}
     assert lint_rules <= tested
+
+
+@pytest.mark.parametrize("host", ["127.1", "0x7f.1", "[::1]", "::ffff:127.0.0.1", "localhost",
+                                  "127.0.0.1"])
+def test_loopback_in_other_spellings_is_loopback(host):
+    text = _edit("EnvironmentFile=/etc/vllm/vllm.env\n", "").replace(HOST, f"--host {host}")
+    assert [f.rule for f in _lint(text)] == ["service.no-key-loopback"]
+
+
+def test_system_libraries_and_fixed_templates_are_not_flagged():
+    text = _edit("UMask=0077", "UMask=0077\nEnvironment=LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu")
+    text = text.replace("--port 8000", "--port 8000 --chat-template /etc/vllm/chat.jinja")
+    assert _lint(text) == []
 
 
 def test_no_key_on_loopback_is_only_information():
