@@ -15,6 +15,7 @@ from auditor.errors import EXIT_INCOMPLETE, EXIT_USAGE, AuditError
 from auditor.model import FailOn, Scope, StageResult, StageStatus, compute_verdict, exit_code_for
 from auditor.report.interface import ReportFormat
 from auditor.stage import Options
+from auditor.textsafe import dump_json
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Supply-chain audit and reproducible builds for patched LLM inference engines.")
@@ -80,8 +81,6 @@ def _emit_stage(result: StageResult, as_json: bool, options: Options) -> NoRetur
     from auditor.report.console import print_stage
 
     if as_json:
-        from auditor.textsafe import dump_json
-
         sys.stdout.write(dump_json(result.to_json()))
     print_stage(err, result)
     if result.status is StageStatus.NOT_REQUESTED:
@@ -291,7 +290,7 @@ def osv_fetch(
     m = res.meta
     err.print(f"{_escape(str(res.path))}: {m['records']} records, newest {_escape(str(m['date']))}"
               f", sha256 {m['sha256']}; recorded in {_escape(res.sidecar.name)}")
-    sys.stdout.write(json.dumps(m, indent=2) + "\n")
+    sys.stdout.write(dump_json(m))
 
 
 @app.command()
@@ -338,7 +337,7 @@ def review_plan(
     except AuditError as exc:
         _fail(exc)
     if as_json:
-        sys.stdout.write(json.dumps(plan.to_json(), indent=2, ensure_ascii=False) + "\n")
+        sys.stdout.write(dump_json(plan.to_json()))
     for w in plan.series.warnings:
         err.print(f"[yellow]warning:[/yellow] {_escape(w)}")
     for p in plan.packets:
@@ -394,7 +393,7 @@ def review_status(spec: SpecArg, as_json: Annotated[bool, typer.Option(
     except AuditError as exc:
         _fail(exc)
     if as_json:
-        sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+        sys.stdout.write(dump_json(data))
     err.print(_escape(data["summary"]))
     for name, a in data["by_area"].items():
         err.print(f"  {_escape(name):<12} {a['lines_signed']:>6} / {a['lines_total']:<6} lines, "
