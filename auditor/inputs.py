@@ -126,7 +126,8 @@ def nesting_depth(value: Any) -> int:
     return deepest
 
 
-def _bounded(value: Any, path: Path, what: str) -> Any:
+def bounded_depth(value: Any, path: Path, what: str) -> Any:
+    """``value`` itself, once its nesting is known to be within :data:`MAX_NESTING`."""
     if nesting_depth(value) > MAX_NESTING:
         raise InputError(f"{what} {path}: nested more than {MAX_NESTING} levels deep")
     return value
@@ -136,7 +137,7 @@ def load_json_input(path: Path, what: str, max_bytes: int = MAX_AUDIT_JSON_BYTES
     """A checked JSON input, parsed; too deep a nesting is an InputError, never a crash."""
     text = read_input_text(path, what, max_bytes)
     try:
-        return _bounded(json.loads(text), path, what)
+        return bounded_depth(json.loads(text), path, what)
     except json.JSONDecodeError as exc:
         raise InputError(f"{what} {path}: not JSON ({exc.msg} at line {exc.lineno})") from None
     except RecursionError:
@@ -147,7 +148,7 @@ def load_toml_input(path: Path, what: str, max_bytes: int = MAX_TEXT_BYTES) -> d
     """A checked TOML input, parsed; too deep a nesting is an InputError, never a crash."""
     text = read_input_text(path, what, max_bytes)
     try:
-        return _bounded(tomllib.loads(text), path, what)  # type: ignore[no-any-return]
+        return bounded_depth(tomllib.loads(text), path, what)  # type: ignore[no-any-return]
     except tomllib.TOMLDecodeError as exc:
         raise InputError(f"{what} {path}: malformed TOML: {exc}") from None
     except RecursionError:

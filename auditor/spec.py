@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from auditor.errors import SpecError
+from auditor.inputs import read_input_text
 from auditor.model import Scope
 
 # the auditor/policies symlink points at the top-level policies/ in a checkout; a wheel holds a copy
@@ -226,7 +227,7 @@ def _table(file: Path, doc: Mapping[str, Any], name: str, *, required: bool) -> 
 
 def _load_toml(path: Path) -> dict[str, Any]:
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_input_text(path, "file")  # a regular file under a cap, checked first
     except FileNotFoundError:
         raise SpecError("file not found", file=str(path)) from None
     except (OSError, UnicodeDecodeError) as exc:
@@ -235,6 +236,8 @@ def _load_toml(path: Path) -> dict[str, Any]:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise SpecError(f"malformed TOML: {exc}", file=str(path)) from None
+    except RecursionError:
+        raise SpecError("malformed TOML: nested too deeply", file=str(path)) from None
 
 
 # ---------------------------------------------------------------- engine profiles
@@ -388,7 +391,7 @@ def load_spec(path: str | Path) -> Spec:
 
 def _read_series_file(path: Path, t: _Table) -> tuple[str, ...]:
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        lines = read_input_text(path, "commits_file").splitlines()
     except (OSError, UnicodeDecodeError) as exc:
         raise t.err("commits_file", f"cannot be read: {exc}") from None
     out = []

@@ -137,13 +137,13 @@ def refuse_second_reading(fmt: ArchiveFormat, head: bytes, fh: IO[bytes]) -> str
     """Refuse a file that another reader would take as another format; the evidence otherwise."""
     if fmt is not ArchiveFormat.TAR and is_tar_header(head):
         raise BadArchive(f"read as {fmt.value} by its magic, but its first block is also a valid "
-                         f"tar header: a polyglot, refused")
+                         f"tar header: a polyglot")
     if fmt is not ArchiveFormat.ZIP:
         entries = opens_as_zip(fh)
         if entries:
             raise BadArchive(f"read as {fmt.value} by its magic, but it also opens as a zip "
                              f"archive ({entries} entr{'y' if entries == 1 else 'ies'} found from "
-                             f"its end): a polyglot, refused")
+                             f"its end): a polyglot")
         return "does not open as a zip"
     return "not a tar header"
 
@@ -198,10 +198,9 @@ class Decompressed(io.RawIOBase):
             self._done = True
             return
         if not self._pending.startswith(magic):
-            rest = len(self._pending) + len(self.fh.read())
+            rest = self.fh.seek(0, io.SEEK_END) - self.stream_end
             raise BadArchive(f"{rest} byte(s) after the end of the {self.compression} stream at "
-                             f"offset {self.stream_end}: data appended after the archive, "
-                             f"refused")
+                             f"offset {self.stream_end}: data appended after the archive")
         self._dec = _decompressor(self.compression)
         self.streams += 1
 
@@ -275,7 +274,7 @@ def check_tar_tail(dec: Decompressed, end: int) -> str:
         if tail.count(0) != len(tail):
             at = end + zeros + next(i for i, b in enumerate(tail) if b)
             raise BadArchive(f"non-zero data after the tar end-of-archive block (at offset {at} "
-                             f"of the tar): data hidden after the archive, refused")
+                             f"of the tar): data hidden after the archive")
         zeros += len(tail)
         tail = dec.read(1 << 16) or b""
         if not tail:
@@ -345,7 +344,7 @@ def check_zip_layout(fh: IO[bytes], size: int) -> str:
         pos = tail.rfind(_ZIP_END, 0, pos)
     if end_at < 0:
         raise BadArchive("no zip end record ends the file: data appended after the zip "
-                         "archive, refused")
+                         "archive")
     rec = tail[end_at - (size - tail_len): end_at - (size - tail_len) + 22]
     disk, cd_disk, on_disk, total = _u16(rec, 4), _u16(rec, 6), _u16(rec, 8), _u16(rec, 10)
     cd_size, cd_offset = _u32(rec, 12), _u32(rec, 16)
@@ -374,7 +373,7 @@ def check_zip_layout(fh: IO[bytes], size: int) -> str:
         gap = cd_end - cd_offset - cd_size
         raise BadArchive(f"the zip central directory (offset {cd_offset}, {cd_size} bytes) does "
                          f"not end where the end record begins ({cd_end}; {gap} bytes apart): "
-                         f"data prepended to or inside the zip, refused")
+                         f"data prepended to or inside the zip")
     fh.seek(cd_offset)
     cd = fh.read(cd_size)
     entries: list[_Central] = []
@@ -401,7 +400,7 @@ def check_zip_layout(fh: IO[bytes], size: int) -> str:
             what = ("data prepended to the zip" if at == 0 else
                     "entries that overlap or leave a gap")
             raise BadArchive(f"zip entry {entry.name!r} starts at offset {entry.offset}, "
-                             f"expected {at}: {what}, refused")
+                             f"expected {at}: {what}")
         fh.seek(at)
         local = fh.read(30)
         if len(local) < 30 or not local.startswith(_ZIP_LOCAL):
@@ -415,7 +414,7 @@ def check_zip_layout(fh: IO[bytes], size: int) -> str:
             at = _after_descriptor(fh, at, entry)
     if at != cd_offset:
         raise BadArchive(f"{cd_offset - at} bytes between the last zip entry and the central "
-                         f"directory: data hidden inside the zip, refused")
+                         f"directory: data hidden inside the zip")
     kind = "zip64 " if zip64 else ""
     return (f"{len(entries)} entries end to end from offset 0; {kind}central directory at "
             f"{cd_offset}..{cd_offset + cd_size}; end record at {end_at}, ending the file")

@@ -23,7 +23,6 @@ Every refusal is an :class:`~auditor.errors.InputError` naming the bundle and th
 from __future__ import annotations
 
 import hashlib
-import io
 import lzma
 import os
 import shutil
