@@ -30,6 +30,11 @@ MAX_AUDIT_JSON_BYTES = 512 * MIB
 MAX_NESTING = 200
 
 
+class InputNotFound(InputError, FileNotFoundError):
+    """A missing input: an InputError (exit 2) that callers may also catch as FileNotFoundError
+    to say it their own way."""
+
+
 def _kind(mode: int) -> str:
     if stat.S_ISDIR(mode):
         return "a folder"
@@ -65,7 +70,7 @@ def check_input(path: Path, what: str, max_bytes: int, *, folder_ok: bool = Fals
     try:
         st = os.stat(path)
     except FileNotFoundError:
-        raise InputError(f"{what} {path}: file not found") from None
+        raise InputNotFound(f"{what} {path}: file not found") from None
     except OSError as exc:
         raise InputError(f"{what} {path}: cannot be read: {exc.strerror or exc}") from None
     _check_stat(st, path, what, max_bytes, folder_ok)

@@ -174,7 +174,7 @@ class Decompressed(io.RawIOBase):
         self.stream_end = 0  # compressed offset where the last stream ended
         self._dec: Any = None
         self._pending = b""  # compressed bytes not yet given to the decompressor
-        self._consumed = 0  # compressed bytes given to decompressors so far
+        self._fed = 0  # compressed bytes read from the file so far
         self._done = False
         self._replay = b""
 
@@ -193,7 +193,9 @@ class Decompressed(io.RawIOBase):
         assert self.compression is not None
         magic = _COMPRESSED[self.compression][0]
         if len(self._pending) < len(magic):
-            self._pending += self.fh.read(len(magic) - len(self._pending))
+            more = self.fh.read(len(magic) - len(self._pending))
+            self._fed += len(more)
+            self._pending += more
         if not self._pending:
             self._done = True
             return
@@ -214,23 +216,23 @@ class Decompressed(io.RawIOBase):
                 self._next_stream()
                 continue
             if self._dec.eof:
-                self._pending = self._dec.unused_data + self._pending
-                self._consumed -= len(self._dec.unused_data)
-                self.stream_end = self._consumed
+                # what follows the stream is unused_data (zlib may also leave a copy of it as
+                # unconsumed_tail when output was limited: unused_data is the one to trust)
+                self._pending = self._dec.unused_data
+                self.stream_end = self._fed - len(self._pending)
                 self._dec = None
                 continue
             hungry = self.compression == "gzip" or self._dec.needs_input
             if hungry and not self._pending:
                 self._pending = self.fh.read(1 << 16)
+                self._fed += len(self._pending)
                 if not self._pending:
                     raise BadArchive(f"the {self.compression} stream is truncated (it ends "
                                      f"before its end marker)")
             out = self._dec.decompress(self._pending, n)
             if self.compression == "gzip":  # zlib hands back what it did not consume
-                self._consumed += len(self._pending) - len(self._dec.unconsumed_tail)
                 self._pending = self._dec.unconsumed_tail
             else:
-                self._consumed += len(self._pending)
                 self._pending = b""
             if out:
                 return bytes(out)
