@@ -186,7 +186,6 @@ def unit_render(
 
         export_unit(result, ctx, output)
 
-    _check_output(output)
     _stage_command(spec, "unit", _options(), as_json, copy_out)
 
 

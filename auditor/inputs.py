@@ -37,7 +37,7 @@ class InputNotFound(InputError, FileNotFoundError):
 
 def _kind(mode: int) -> str:
     if stat.S_ISDIR(mode):
-        return "a folder"
+        return "a directory"
     if stat.S_ISFIFO(mode):
         return "a FIFO (named pipe)"
     if stat.S_ISCHR(mode):
@@ -54,10 +54,10 @@ def _check_stat(st: os.stat_result, path: Path, what: str, max_bytes: int,
     if stat.S_ISDIR(st.st_mode):
         if folder_ok:
             return
-        raise InputError(f"{what} {path}: is a folder, not a file")
+        raise InputError(f"{what} {path}: is a directory, not a file")
     if not stat.S_ISREG(st.st_mode):
         raise InputError(f"{what} {path}: is {_kind(st.st_mode)}, not a regular file"
-                         + (" or a folder" if folder_ok else ""))
+                         + (" or a directory" if folder_ok else ""))
     if st.st_size > max_bytes:
         raise InputError(f"{what} {path}: is {st.st_size} bytes, more than the {max_bytes} "
                          f"bytes allowed for it")

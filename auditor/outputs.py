@@ -116,7 +116,7 @@ def check_output_file(path: Path, what: str = "--output") -> None:
     if str(path) == "-":
         return
     if path.is_dir():
-        raise InputError(f"{what} {path}: is a folder, not a file")
+        raise InputError(f"{what} {path}: is a directory, not a file")
     parent = path.parent if str(path.parent) else Path(".")
     if not parent.is_dir():
         raise InputError(f"{what} {path}: its folder {parent} does not exist or is not a folder")

@@ -71,7 +71,7 @@ def test_fifo_or_device_as_bundle(tmp_path, fifo, bundle):
     path = str(fifo) if bundle == "fifo" else bundle
     spec = write_spec(tmp_path / "audit.toml", dict(case["spec"], bundle={"path": path}))
     res = cli("verify", str(spec), env={"TMPDIR": str(_private_tmp(tmp_path))})
-    assert_refused(res, path, "not a regular file or a folder")
+    assert_refused(res, path, "not a regular file or a directory")
     assert list(_private_tmp(tmp_path).iterdir()) == []  # and no auditor-* folder leaks
 
 
@@ -133,7 +133,7 @@ def test_checked_reads_in_process(tmp_path, fifo):
         read_input_bytes(small, "thing", 3)
     with pytest.raises(InputError, match="FIFO"):
         read_input_bytes(fifo, "thing", 10)
-    with pytest.raises(InputError, match="is a folder"):
+    with pytest.raises(InputError, match="is a directory"):
         read_input_bytes(tmp_path, "thing", 10)
     with pytest.raises(FileNotFoundError):  # a missing input is both an InputError and this
         read_input_bytes(tmp_path / "nope", "thing", 10)

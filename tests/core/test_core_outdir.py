@@ -132,7 +132,7 @@ def test_unwritable_out_is_exit_2_before_work(tmp_path, case):
     audit_json = tmp_path / "a" / "audit.json"
     assert cli("audit", spec, "--out", str(audit_json.parent)).returncode == 0
     refused(cli("report", str(audit_json), "-o", str(a_file / "r.md")), "does not exist")
-    refused(cli("report", str(audit_json), "-o", str(tmp_path)), "is a folder")
+    refused(cli("report", str(audit_json), "-o", str(tmp_path)), "is a directory")
     refused(cli("report", str(audit_json), "-o", "/proc/auditor-report.md"), "cannot be written")
     refused(cli("sbom", spec, "-o", str(a_file / "s.json")), "does not exist")
 
