@@ -27,7 +27,7 @@ _COMMON: dict[str, Any] = {
     "suppress_health_check": [HealthCheck.too_slow, HealthCheck.data_too_large,
                               HealthCheck.filter_too_much, HealthCheck.large_base_example]}
 settings.register_profile("ci", derandomize=True, **_COMMON,
-                          max_examples=int(os.environ.get("AUDITOR_FUZZ_CI_EXAMPLES", "60")))
+                          max_examples=int(os.environ.get("AUDITOR_FUZZ_CI_EXAMPLES", "40")))
 settings.register_profile("fuzz", derandomize=False, **_COMMON,
                           max_examples=int(os.environ.get("AUDITOR_FUZZ_EXAMPLES", "2000")))
 #: the settings every property here runs with (a decorator); other tests keep their own
