@@ -116,6 +116,10 @@ def test_deeply_nested_json_and_toml_are_input_errors(tmp_path):
 def test_audit_json_with_fields_of_the_wrong_type(tmp_path):
     for doc in ({"schema": "auditor/audit/v1", "verdict": "PASS", "stages": [], "findings": 3},
                 {"schema": "auditor/audit/v1", "verdict": 7, "stages": {"verify": "x"}},
+                # found by fuzzing: a null among the reasons crashed the Markdown view
+                {"schema": "auditor/audit/v1", "verdict": "PASS", "reasons": [None], "stages": {}},
+                {"schema": "auditor/audit/v1", "verdict": "PASS", "stages": {
+                    "verify": {"status": "ok", "findings": [{"rule": "r", "line": True}]}}},
                 [1, 2, 3], "text"):
         path = tmp_path / "audit.json"
         path.write_text(json.dumps(doc))
