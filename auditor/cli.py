@@ -125,6 +125,7 @@ def scan(
 
             write_stage_sarif(result, sarif)
 
+    _check_output(sarif, "--sarif")
     _stage_command(spec, "scan", _options(scope=scope), as_json, write_sarif)
 
 
