@@ -299,6 +299,108 @@ def demo(
     raise typer.Exit(code)
 
 
+review_app = typer.Typer(no_args_is_help=True, help="Human review: packets, sign-offs, coverage.")
+app.add_typer(review_app, name="review")
+
+
+@review_app.command("plan")
+def review_plan(
+    spec: SpecArg,
+    reviewers: Annotated[int | None, typer.Option("--reviewers", help="how many reviewers")] = None,
+    reviewer: Annotated[list[str] | None, typer.Option("--reviewer", help="a reviewer's name "
+                                                       "(repeat)")] = None,
+    out: Annotated[Path | None, typer.Option("--out", help="where the packets and plan.json go "
+                                             "(default review-packets)")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print the plan as JSON")] = False,
+    scan: Annotated[bool | None, typer.Option("--scan/--no-scan", help="run verify + scan to show "
+                                              "findings in the packets (default: when the spec has "
+                                              "[scan])")] = None,
+) -> None:
+    """Split the series' changed hunks by area across reviewers; write one packet each."""
+    from auditor.review import commands
+    from auditor.review.plan import reviewer_names
+
+    try:
+        loaded = _load(spec)
+        names = reviewer_names(reviewers, reviewer or [])
+        plan, written = commands.plan(loaded, names, out, options=_options(),
+                                      scan=loaded.scan is not None if scan is None else scan)
+    except AuditError as exc:
+        _fail(exc)
+    if as_json:
+        sys.stdout.write(json.dumps(plan.to_json(), indent=2, ensure_ascii=False) + "\n")
+    for w in plan.series.warnings:
+        err.print(f"[yellow]warning:[/yellow] {_escape(w)}")
+    for p in plan.packets:
+        err.print(f"{_escape(p.reviewer)}: {len(p.hunks)} hunk(s), {p.lines} line(s) — "
+                  f"{_escape(', '.join(p.areas) or 'nothing')}")
+    err.print(f"{plan.lines_total} changed line(s) in {len(plan.series.hunks)} hunk(s); packets in "
+              f"{_escape(str(written[-1].parent))}")
+
+
+@review_app.command("sign")
+def review_sign(
+    spec: SpecArg,
+    reviewer: Annotated[str, typer.Option("--reviewer", help="who signs")],
+    hunk: Annotated[list[str] | None, typer.Option("--hunk", help="a hunk id (repeat)")] = None,
+    all_of: Annotated[str | None, typer.Option("--all-of", help="sign every hunk of NAME's "
+                                               "packet")] = None,
+    verdict: Annotated[str, typer.Option("--verdict", help="ok, concern or blocker")] = "ok",
+    note: Annotated[str, typer.Option("--note", help="what the reviewer found")] = "",
+    plan_file: Annotated[Path | None, typer.Option("--plan", help="plan.json for --all-of "
+                                                   "(default review-packets/plan.json)")] = None,
+) -> None:
+    """Record a sign-off in the reviews file (appended; the file is locked while writing)."""
+    from auditor.errors import InputError
+    from auditor.review import commands
+    from auditor.review.signoffs import ReviewVerdict
+
+    try:
+        try:
+            chosen = ReviewVerdict(verdict)
+        except ValueError:
+            raise InputError(f"--verdict {verdict!r}: expected ok, concern or blocker") from None
+        signed = commands.sign(_load(spec), reviewer, hunk or [], all_of, chosen, note, plan_file)
+    except AuditError as exc:
+        _fail(exc)
+    for s in signed.signoffs:
+        err.print(f"signed {s.hunk} ({_escape(s.path)}) as {s.verdict.value}")
+    if signed.skipped:
+        err.print(f"[yellow]{len(signed.skipped)} hunk(s) of the packet are no longer in the "
+                  "series and were not signed[/yellow]")
+    err.print(f"{len(signed.signoffs)} sign-off(s) appended to {_escape(str(signed.file))}")
+
+
+@review_app.command("status")
+def review_status(spec: SpecArg, as_json: Annotated[bool, typer.Option(
+        "--json", help="print the coverage as JSON")] = False) -> None:
+    """Review coverage by area and reviewer; concerns, blockers and void sign-offs."""
+    from auditor.review import commands
+
+    try:
+        loaded = _load(spec)
+        cov, series = commands.status(loaded)
+        data = commands.status_json(cov, series, loaded)
+    except AuditError as exc:
+        _fail(exc)
+    if as_json:
+        sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+    err.print(_escape(data["summary"]))
+    for name, a in data["by_area"].items():
+        err.print(f"  {_escape(name):<12} {a['lines_signed']:>6} / {a['lines_total']:<6} lines, "
+                  f"{a['hunks_unreviewed']} hunk(s) unreviewed")
+    for name, r in data["by_reviewer"].items():
+        err.print(f"  {_escape(name)}: {r['hunks']} hunk(s), {r['lines']} line(s) "
+                  f"(ok {r['ok']}, concern {r['concern']}, blocker {r['blocker']})")
+    for kind in ("blockers", "concerns"):
+        for c in data[kind]:
+            err.print(f"  {kind[:-1]}: {c['hunk']} {_escape(c['path'])} by {_escape(c['reviewer'])}"
+                      f": {_escape(c['note'])}")
+    for v in data["void"]:
+        err.print(f"  [yellow]void[/yellow]: {v['hunk']} by {_escape(v['reviewer'])}: "
+                  f"{_escape(v['why'])}")
+
+
 def main() -> None:
     """The entry point: exit 0/1 from a verdict, 2 for bad input or usage, 3 when something could
     not be checked or the tool itself failed (never a bare traceback), 130/143 when interrupted."""

@@ -8,6 +8,7 @@
     DIR/series.txt               the commits as published
     DIR/wheels/                  the "official" wheel built from upstream (nvcc for the kernels)
     DIR/osv-snapshot/            an offline advisory snapshot (demo records)
+    DIR/reviews.toml             sign-offs of some hunks (auditor review status shows coverage)
     DIR/audit.toml               the spec tying them together
     DIR/audit/                   the audit directory
 
@@ -143,6 +144,7 @@ def write_spec(root: Path, example: dict[str, object], build_recipe: Path | None
         "[service]", 'name = "tinyllm"', 'user = "tinyllm"', 'model = "/srv/models/llama-3-8b"',
         'exec = "/opt/tinyllm/bin/tinyllm"', 'api_key_file = "/etc/tinyllm/api-key.env"',
         'client_networks = ["10.20.0.0/16"]', "",
+        "[review]", 'file = "reviews.toml"', "required = true", "",
     ]
     spec = root / "audit.toml"
     spec.write_text("\n".join(lines), encoding="utf-8")
@@ -158,6 +160,11 @@ def prepare(root: Path) -> Path:
     root.mkdir(parents=True, exist_ok=True)
     example = make_example(root)
     write_osv_snapshot(root)
+    from auditor.review.demo import write_demo_reviews
+
+    commits = example["commits"]
+    assert isinstance(commits, list)
+    write_demo_reviews(root, root / "mirrors" / "community.git", [str(c) for c in commits])
     recipe = None
     try:
         from auditor.build.demo import make_official_wheel_and_recipe

@@ -75,7 +75,7 @@ class FailOn(StrEnum):
     BLOCK = "block"
 
 
-STAGES: tuple[str, ...] = ("verify", "scan", "deps", "build", "sbom", "unit")
+STAGES: tuple[str, ...] = ("verify", "scan", "deps", "build", "sbom", "unit", "review")
 
 
 def fingerprint_of(rule: str, path: str, code: str) -> str:

@@ -34,6 +34,7 @@ STAGE_CLASSES: dict[str, str] = {
     "build": "auditor.build.stage:BuildStage",
     "sbom": "auditor.sbom.stage:SbomStage",
     "unit": "auditor.service.stage:UnitStage",
+    "review": "auditor.review.stage:ReviewStage",
 }
 
 
@@ -100,6 +101,10 @@ def run_pipeline(spec: Spec, options: Options, wanted: Iterable[str], ctx_out: P
     """Run ``wanted`` (and what they need); stages the spec leaves out are not-requested."""
     ctx = Context(spec=spec, options=options, workdir=workdir, out_dir=ctx_out)
     wanted = list(wanted)
+    for name in closure(wanted):  # bad inputs (exit 2) before any stage runs
+        checker = load_stage(name)
+        if checker.requested(spec):
+            checker.check_inputs(spec)
     for name in closure(wanted):
         stage = load_stage(name)
         if not stage.requested(spec):

@@ -12,11 +12,14 @@ import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from auditor.errors import SpecError
 from auditor.inputs import read_input_text
 from auditor.model import Scope
+
+if TYPE_CHECKING:
+    from auditor.review.areas import ReviewArea
 
 # the auditor/policies symlink points at the top-level policies/ in a checkout; a wheel holds a copy
 POLICIES_DIR = (Path(__file__).resolve().parent / "policies").resolve()
@@ -37,6 +40,7 @@ class EngineProfile:
     native_globs: tuple[str, ...]  # sources that only a build recipe may turn into binaries
     request_logging_flags: tuple[str, ...]  # engine flags/env that turn prompt logging on
     extra: Mapping[str, Any] = field(default_factory=dict)
+    review_areas: tuple[ReviewArea, ...] = ()  # [review_areas]: how review packets are split
 
 
 @dataclass(frozen=True)
@@ -111,6 +115,13 @@ class ServiceSpec:
 
 
 @dataclass(frozen=True)
+class ReviewSpec:
+    file: Path  # a TOML file of sign-offs, or a folder of them (one file per reviewer)
+    required: bool  # unreviewed changed lines are a REVIEW reason
+    folder: bool = False  # the file is a folder of <reviewer>.toml files (it ends with "/")
+
+
+@dataclass(frozen=True)
 class Spec:
     path: Path
     root: Path  # folder the relative paths resolve against
@@ -123,6 +134,7 @@ class Spec:
     build: BuildSpec | None
     service: ServiceSpec | None
     raw: Mapping[str, Any] = field(default_factory=dict, compare=False)
+    review: ReviewSpec | None = None
 
     @property
     def profile(self) -> EngineProfile:
@@ -256,6 +268,7 @@ def load_profile(name: str, *, file: Path | None = None) -> EngineProfile:
     t = _Table(path, doc, "profile")
     telemetry = t._get("telemetry_env", dict, "a table of strings", False) or {}
     extra = t._get("extra", dict, "a table", False) or {}
+    areas_raw = t._get("review_areas", dict, "a table of review areas", False) or {}
     profile = EngineProfile(
         name=t.text("name", required=True),
         package=t.text("package", required=True),
@@ -266,9 +279,16 @@ def load_profile(name: str, *, file: Path | None = None) -> EngineProfile:
         native_globs=t.strlist("native_globs"),
         request_logging_flags=t.strlist("request_logging_flags"),
         extra=extra,
+        review_areas=_review_areas(path, areas_raw),
     )
     t.finish()
     return profile
+
+
+def _review_areas(path: Path, raw: Mapping[str, Any]) -> tuple[ReviewArea, ...]:
+    from auditor.review.areas import parse_areas
+
+    return parse_areas(raw, file=path)
 
 
 # ---------------------------------------------------------------- the spec
@@ -281,7 +301,8 @@ def load_spec(path: str | Path) -> Spec:
         file = file / "audit.toml"
     doc = _load_toml(file)
     root = file.parent
-    known = {"engine", "upstream", "patches", "bundle", "scan", "deps", "build", "service"}
+    known = {"engine", "upstream", "patches", "bundle", "scan", "deps", "build", "service",
+             "review"}
     for key in doc:
         if key not in known:
             raise SpecError("unknown key", file=str(file), key=key,
@@ -385,8 +406,18 @@ def load_spec(path: str | Path) -> Spec:
         service = _service(t, profile)
         t.finish()
 
+    review = None
+    t = _table(file, doc, "review", required=False)
+    if t is not None:
+        review = ReviewSpec(file=t.path("file", root, must_exist=False,
+                                        default=root / "reviews.toml"),
+                            required=t.flag("required", False),
+                            folder=str(t.data.get("file", "")).endswith("/"))
+        t.finish()
+
     return Spec(path=file, root=root, engine=engine, upstream=upstream, patches=patches,
-                bundle=bundle, scan=scan, deps=deps, build=build, service=service, raw=doc)
+                bundle=bundle, scan=scan, deps=deps, build=build, service=service, raw=doc,
+                review=review)
 
 
 def _read_series_file(path: Path, t: _Table) -> tuple[str, ...]:

@@ -94,6 +94,10 @@ class Stage(ABC):
         """Whether the spec asks for this stage (a stage it leaves out is not-requested)."""
         return True
 
+    def check_inputs(self, spec: Spec) -> None:
+        """Raise an AuditError (exit 2) for an unusable input before any stage runs."""
+        return None
+
     @abstractmethod
     def run(self, ctx: Context) -> StageResult:
         """Run the stage. Raise ToolError when a tool is missing/crashed (stage -> incomplete)."""

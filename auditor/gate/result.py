@@ -8,6 +8,7 @@ check, or something not checked can make it other than PASS.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -30,6 +31,7 @@ class GateResult:
     findings: FindingDiff
     deps: DepsDiff
     baseline_path: str = ""
+    review: Mapping[str, Any] | None = None  # sign-offs carried, asked for, no longer needed
 
     def commit_for(self, sha: str | None) -> CommitMatch | None:
         for m in self.series:
@@ -62,7 +64,7 @@ class GateResult:
                 "resolved": [clean_finding(f).to_json() for f in self.findings.resolved],
             },
             "deps": self.deps.to_json(),
-        }
+        } | ({"review": dict(self.review)} if self.review is not None else {})
 
 
 def _summary(audit: AuditResult) -> dict[str, Any]:
@@ -76,6 +78,9 @@ def _summary(audit: AuditResult) -> dict[str, Any]:
 
 
 def decide(baseline: AuditResult, audit: AuditResult, *, baseline_path: str = "") -> GateResult:
+    from auditor.review.carry import carry_review
+
+    audit, carry = carry_review(baseline, audit)  # sign-offs of unchanged hunks still count
     old_verify = baseline.stages.get("verify")
     new_verify = audit.stages.get("verify")
     old_series = entries(old_verify.details) if old_verify else ()
@@ -98,6 +103,8 @@ def decide(baseline: AuditResult, audit: AuditResult, *, baseline_path: str = ""
         extra.append("series: not compared — "
                      + ("the baseline" if not old_series else "the new audit")
                      + " recorded no series commits")
+    if carry is not None:
+        extra += carry.reasons()
     if baseline.verdict in (Verdict.FAIL, Verdict.INCOMPLETE):
         extra.append(f"note: the baseline's own verdict was {baseline.verdict.value}; its blocking "
                      "findings were not carried")
@@ -110,7 +117,8 @@ def decide(baseline: AuditResult, audit: AuditResult, *, baseline_path: str = ""
     return GateResult(verdict=verdict, reasons=tuple(reasons) + tuple(extra), baseline=baseline,
                       audit=audit, series=series, series_known=series_known, findings=findings,
                       deps=compare_deps(_deps(baseline), _deps(audit)),
-                      baseline_path=baseline_path)
+                      baseline_path=baseline_path,
+                      review=carry.to_json() if carry is not None else None)
 
 
 def _deps(audit: AuditResult) -> dict[str, Any] | None:

@@ -103,6 +103,7 @@ TEMPLATE = """<!DOCTYPE html>
 <header>
 <h1>{{ page_title }}: <span class="verdict v-{{ v.verdict.value }}">{{ v.verdict.value }}</span></h1>
 {% if v.title %}<p class="muted">{{ v.title|t }}{% if v.tool %} · {{ v.tool|t }}{% endif %}</p>{% endif %}
+{% if v.review %}<p id="review-coverage"><strong>Review coverage:</strong> {{ v.review|t }}</p>{% endif %}
 <ul>
 {% for r in v.reasons %}
 <li>{{ r|t }}</li>

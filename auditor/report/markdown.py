@@ -102,6 +102,8 @@ def render_view(v: ReportView, *, heading: str = "#") -> str:
     if v.title:
         out.append(md(v.title) + (f" · {md(v.tool)}" if v.tool else ""))
         out.append("")
+    if v.review:
+        out += [f"**Review coverage:** {md(v.review)}", ""]
     out += [f"- {md(r)}" for r in v.reasons]
     out.append("")
 

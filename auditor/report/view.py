@@ -166,10 +166,14 @@ class ReportView:
     sbom: Mapping[str, Any] | None
     unit: Mapping[str, Any] | None
     tool: str
+    review: str | None = None  # the review coverage line, when the spec asks for review
 
 
 def build_view(audit: AuditResult) -> ReportView:
     stages = {name: audit.stages.get(name, StageResult.not_requested(name)) for name in STAGES}
+    review = stages.pop("review")  # human review is optional: listed only when the spec asks
+    if review.status is not StageStatus.NOT_REQUESTED:
+        stages["review"] = review
     findings = tuple(clean_finding(f) for f in audit.findings)
     lines = tuple(_stage_line(st, [clean_finding(f) for f in st.findings])
                   for st in stages.values())
@@ -209,6 +213,8 @@ def build_view(audit: AuditResult) -> ReportView:
         unit=_details(stages["unit"]),
         tool=f"{as_text(audit.tool.get('name')) or 'auditor'} {as_text(audit.tool.get('version'))}"
              .strip(),
+        review=(redact(_review_summary(review.details))
+                if review.status is StageStatus.OK else None),
     )
 
 
@@ -405,8 +411,13 @@ def _unit_summary(d: Mapping[str, Any]) -> str:
     return f"{name or 'unit'}: {exposure_text(d)}"
 
 
+def _review_summary(d: Mapping[str, Any]) -> str:
+    return as_text(d.get("summary"))
+
+
 _SUMMARIES = {"verify": _verify_summary, "scan": _scan_summary, "deps": _deps_summary,
-              "build": _build_summary, "sbom": _sbom_summary, "unit": _unit_summary}
+              "build": _build_summary, "sbom": _sbom_summary, "unit": _unit_summary,
+              "review": _review_summary}
 
 
 # ---------------------------------------------------------------- the proof and the series

@@ -1,0 +1,289 @@
+"""The series' changed hunks, each with an id that names its exact content.
+
+One ``git log -p`` over the series' commits (each against its first parent, no renames, three lines
+of context, full blob names) is parsed into :class:`Hunk` values. A hunk's :attr:`Hunk.digest` is the
+SHA-256 of its path, its file-level kind (modified, new file with its mode, deleted) and its lines
+exactly as the diff gives them, context included — but not its line numbers, the ``@@`` section
+heading, or any commit sha. So the same series gives the same ids, a rebase that leaves a hunk's
+content and context alone keeps its id, and any edit of the hunk (whitespace and indentation too:
+they matter in Python) gives a new one. :attr:`Hunk.id` is the digest's first 16 hex digits, for
+people; sign-offs record the full digest.
+
+Changes without text lines are hunks too, counted as one line each: a binary file (named by its old
+and new blob), a mode change (the executable bit), an empty new or deleted file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from auditor.errors import ToolError
+from auditor.gitio import Git
+
+ID_HEX = 16
+CONTEXT = 3
+_SCHEME = b"auditor/hunk/v1"
+
+
+class HunkKind(StrEnum):
+    TEXT = "text"
+    BINARY = "binary"
+    MODE = "mode"
+    EMPTY = "empty"  # a new or deleted file without content
+
+
+@dataclass(frozen=True)
+class Hunk:
+    id: str
+    digest: str
+    path: str
+    commit: str
+    kind: HunkKind
+    start: int  # first line of the hunk in the commit's version of the file (old side if deleted)
+    end: int
+    added: int
+    removed: int
+    header: str  # the "@@ -a,b +c,d @@" line (display only; not part of the id)
+    text: str  # the hunk's lines, decoded for display (not part of the id: the bytes are)
+
+    @property
+    def lines(self) -> int:
+        """Changed lines: added plus removed (a change without text lines counts as one)."""
+        return self.added + self.removed if self.kind is HunkKind.TEXT else 1
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id, "path": self.path, "commit": self.commit, "start": self.start,
+                "end": self.end, "lines": self.lines}
+
+
+def hunk_digest(path: str, file_kind: bytes, body: bytes) -> str:
+    h = hashlib.sha256()
+    for part in (_SCHEME, os.fsencode(path), file_kind, body):
+        h.update(len(part).to_bytes(8, "big"))
+        h.update(part)
+    return h.hexdigest()
+
+
+def series_hunks(git: Git, commits: Sequence[str]) -> tuple[Hunk, ...]:
+    """Every hunk of every commit (against its first parent), in series order then diff order."""
+    if not commits:
+        return ()
+    raw = git.run("log", "--no-walk=unsorted", "-p", "--no-color", "--no-ext-diff",
+                  "--no-textconv", "--no-renames", "--full-index", f"-U{CONTEXT}",
+                  "--diff-merges=first-parent", "--format=commit %H", *commits, "--",
+                  text=False).stdout
+    assert isinstance(raw, bytes)
+    hunks = list(parse_log(raw))
+    seen = {h.commit for h in hunks}
+    order = {sha: i for i, sha in enumerate(commits)}
+    unknown = seen - set(order)
+    if unknown:
+        raise ToolError(f"git log -p gave a commit that was not asked for: {sorted(unknown)[0]}")
+    hunks.sort(key=lambda h: order[h.commit])  # stable: diff order within a commit is kept
+    return tuple(hunks)
+
+
+# ---------------------------------------------------------------- the patch parser
+
+
+@dataclass
+class _File:
+    commit: str
+    a_path: str | None = None
+    b_path: str | None = None
+    git_path: str = ""
+    kind: bytes = b"modified"
+    old_mode: bytes = b""
+    new_mode: bytes = b""
+    index: bytes = b""
+    binary: bool = False
+    had_hunks: bool = False
+
+    @property
+    def path(self) -> str:
+        return self.b_path or self.a_path or self.git_path
+
+
+def parse_log(raw: bytes) -> Iterator[Hunk]:
+    """Hunks of ``git log -p --format='commit %H'`` output (see :func:`series_hunks`)."""
+    lines = raw.split(b"\n")
+    i = 0
+    commit = ""
+    current: _File | None = None
+    while i < len(lines):
+        line = lines[i]
+        if line.startswith(b"commit ") and len(line) == 47:
+            if current is not None:
+                yield from _file_level(current)
+                current = None
+            commit = line[7:].decode("ascii")
+            i += 1
+        elif line.startswith(b"diff --git "):
+            if current is not None:
+                yield from _file_level(current)
+            if not commit:
+                raise ToolError("git log -p: a diff before any commit line")
+            current = _File(commit=commit, git_path=_git_header_path(line[11:]))
+            i += 1
+        elif current is not None and line.startswith(b"@@ "):
+            hunk, i = _read_hunk(lines, i, current)
+            current.had_hunks = True
+            yield hunk
+        elif current is not None:
+            _header_line(current, line)
+            i += 1
+        else:
+            i += 1  # blank lines between commits
+    if current is not None:
+        yield from _file_level(current)
+
+
+def _header_line(f: _File, line: bytes) -> None:
+    if line.startswith(b"new file mode "):
+        f.kind, f.new_mode = b"new " + line[14:], line[14:]
+    elif line.startswith(b"deleted file mode "):
+        f.kind, f.old_mode = b"deleted " + line[18:], line[18:]
+    elif line.startswith(b"old mode "):
+        f.old_mode = line[9:]
+    elif line.startswith(b"new mode "):
+        f.new_mode = line[9:]
+    elif line.startswith(b"index "):
+        f.index = line[6:].split(b" ")[0]
+    elif line.startswith(b"Binary files ") or line == b"GIT binary patch":
+        f.binary = True
+    elif line.startswith(b"--- "):
+        f.a_path = _side_path(line[4:], b"a/")
+    elif line.startswith(b"+++ "):
+        f.b_path = _side_path(line[4:], b"b/")
+
+
+def _read_hunk(lines: list[bytes], i: int, f: _File) -> tuple[Hunk, int]:
+    header = lines[i]
+    try:
+        ranges = header.split(b"@@")[1].split()
+        old_start, old_len = _range(ranges[0], b"-")
+        new_start, new_len = _range(ranges[1], b"+")
+    except (IndexError, ValueError):
+        raise ToolError(f"git log -p: unreadable hunk header {header[:120]!r}") from None
+    i += 1
+    body: list[bytes] = []
+    old_left, new_left = old_len, new_len
+    added = removed = 0
+    while i < len(lines) and (old_left > 0 or new_left > 0 or lines[i].startswith(b"\\")):
+        line = lines[i]
+        tag = line[:1]
+        if tag == b" ":
+            old_left -= 1
+            new_left -= 1
+        elif tag == b"-":
+            old_left -= 1
+            removed += 1
+        elif tag == b"+":
+            new_left -= 1
+            added += 1
+        elif tag == b"\\":
+            pass  # "\ No newline at end of file": part of the content
+        else:
+            raise ToolError(f"git log -p: hunk of {f.path!r} in {f.commit[:12]} ends early")
+        if old_left < 0 or new_left < 0:
+            raise ToolError(f"git log -p: hunk of {f.path!r} in {f.commit[:12]} is longer than "
+                            "its header says")
+        body.append(line)
+        i += 1
+    if old_left or new_left:
+        raise ToolError(f"git log -p: hunk of {f.path!r} in {f.commit[:12]} is cut short")
+    path = f.path
+    data = b"\n".join(body)
+    digest = hunk_digest(path, f.kind, data)
+    if new_len:
+        start, end = new_start, new_start + new_len - 1
+    else:
+        start = end = max(old_start, 1)
+    text = data.decode("utf-8", "replace")
+    return Hunk(id=digest[:ID_HEX], digest=digest, path=path, commit=f.commit,
+                kind=HunkKind.TEXT, start=start, end=end, added=added, removed=removed,
+                header="@@ " + b" ".join(ranges[:2]).decode("ascii", "replace") + " @@",
+                text=text), i
+
+
+def _file_level(f: _File) -> Iterator[Hunk]:
+    """The hunks a file change has besides its text hunks: binary, mode, empty file."""
+    path = f.path
+    parts: list[tuple[HunkKind, bytes, str]] = []
+    if f.binary:
+        parts.append((HunkKind.BINARY, b"binary " + f.index,
+                      f"binary file changed ({f.index.decode('ascii', 'replace')})"))
+    elif not f.had_hunks and (f.kind.startswith(b"new ") or f.kind.startswith(b"deleted ")):
+        parts.append((HunkKind.EMPTY, b"empty",
+                      f"{'new' if f.kind.startswith(b'new ') else 'deleted'} empty file"))
+    if f.old_mode and f.new_mode and f.kind == b"modified":
+        parts.append((HunkKind.MODE, b"mode " + f.old_mode + b" " + f.new_mode,
+                      f"mode {f.old_mode.decode('ascii', 'replace')} -> "
+                      f"{f.new_mode.decode('ascii', 'replace')}"))
+    for kind, body, text in parts:
+        digest = hunk_digest(path, f.kind, body)
+        yield Hunk(id=digest[:ID_HEX], digest=digest, path=path, commit=f.commit, kind=kind,
+                   start=0, end=0, added=0, removed=0, header=f"({kind.value})", text=text)
+
+
+def _range(token: bytes, sign: bytes) -> tuple[int, int]:
+    if not token.startswith(sign):
+        raise ValueError(token)
+    start, _, length = token[1:].partition(b",")
+    return int(start), int(length) if length else 1
+
+
+def _side_path(value: bytes, prefix: bytes) -> str | None:
+    value = value.split(b"\t")[0] if not value.startswith(b'"') else value
+    if value == b"/dev/null":
+        return None
+    raw = _unquote(value) if value.startswith(b'"') else value
+    if raw.startswith(prefix):
+        raw = raw[len(prefix):]
+    return os.fsdecode(raw)
+
+
+def _git_header_path(rest: bytes) -> str:
+    """The path of ``diff --git a/P b/P`` (renames are off, so both sides name the same path)."""
+    if rest.startswith(b'"'):
+        first, _ = _split_quoted(rest)
+        return os.fsdecode(first[2:] if first.startswith(b"a/") else first)
+    n = (len(rest) - 5) // 2
+    if n > 0 and rest[:2] == b"a/" and rest[2 + n:2 + n + 3] == b" b/":
+        return os.fsdecode(rest[2:2 + n])
+    return os.fsdecode(rest)
+
+
+_ESCAPES = {ord("a"): 7, ord("b"): 8, ord("t"): 9, ord("n"): 10, ord("v"): 11, ord("f"): 12,
+            ord("r"): 13, ord('"'): 34, ord("\\"): 92}
+
+
+def _split_quoted(value: bytes) -> tuple[bytes, bytes]:
+    """The first C-quoted string of ``value`` (as git quotes odd paths), and the rest after it."""
+    out = bytearray()
+    i = 1
+    while i < len(value):
+        c = value[i]
+        if c == 34:  # closing quote
+            return bytes(out), value[i + 1:]
+        if c == 92 and i + 1 < len(value):
+            n = value[i + 1]
+            if 48 <= n <= 55 and i + 3 < len(value):
+                out.append(int(value[i + 1:i + 4], 8) & 0xFF)
+                i += 4
+                continue
+            out.append(_ESCAPES.get(n, n))
+            i += 2
+            continue
+        out.append(c)
+        i += 1
+    raise ToolError(f"git log -p: unterminated quoted path {value[:120]!r}")
+
+
+def _unquote(value: bytes) -> bytes:
+    return _split_quoted(value)[0]

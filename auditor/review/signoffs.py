@@ -1,0 +1,280 @@
+"""Sign-offs as data: the reviews file (or folder), read as untrusted input, appended safely.
+
+A reviews file is TOML, one ``[[signoff]]`` table per sign-off::
+
+    [[signoff]]
+    reviewer = "alice"
+    hunk = "3f2a9c1d0b7e4a12"          # the hunk id (first 16 hex digits of digest)
+    digest = "3f2a9c1d0b7e4a12…"        # SHA-256 of the hunk's content: what was read
+    verdict = "ok"                      # ok | concern | blocker
+    date = "2026-11-30T17:02:11Z"
+    path = "csrc/foo.cu"                # for people; the digest already names the path
+    note = "free text"
+
+``[review] file`` names such a file, or a folder of them (one ``<reviewer>.toml`` per reviewer, so
+that reviewers' sign-offs merge in git without conflicts; every entry of ``alice.toml`` must be
+alice's). Anything malformed is a :class:`~auditor.errors.SpecError` naming the file and the key
+(exit 2). Appending takes a lock file beside the target, keeps the existing bytes exactly, checks
+that the result still parses, and replaces the file atomically.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import fcntl
+import os
+import re
+import tempfile
+import tomllib
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+from auditor.errors import SpecError
+from auditor.review.hunks import ID_HEX
+from auditor.review.plan import NAME_RE
+
+NOTE_MAX = 4000
+_HEX64 = re.compile(r"[0-9a-f]{64}")
+_KEYS = {"reviewer", "hunk", "digest", "verdict", "date", "path", "note"}
+
+
+class ReviewVerdict(StrEnum):
+    OK = "ok"
+    CONCERN = "concern"
+    BLOCKER = "blocker"
+
+
+@dataclass(frozen=True)
+class SignOff:
+    reviewer: str
+    hunk: str
+    digest: str
+    verdict: ReviewVerdict
+    date: str
+    path: str = ""
+    note: str = ""
+    source: str = ""  # the file it came from (messages only)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"reviewer": self.reviewer, "hunk": self.hunk, "digest": self.digest,
+                "verdict": self.verdict.value, "date": self.date, "path": self.path,
+                "note": self.note}
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> SignOff | None:
+        """From an audit.json (a baseline); None when the entry is not a well-formed sign-off."""
+        try:
+            return _entry(d, Path("audit.json"), "signoff", None)
+        except SpecError:
+            return None
+
+    def to_toml(self) -> str:
+        lines = ["[[signoff]]"]
+        for key, value in (("reviewer", self.reviewer), ("hunk", self.hunk),
+                           ("digest", self.digest), ("verdict", self.verdict.value),
+                           ("date", self.date), ("path", self.path), ("note", self.note)):
+            if value or key in ("reviewer", "hunk", "digest", "verdict", "date"):
+                lines.append(f"{key} = {toml_string(value)}")
+        return "\n".join(lines) + "\n"
+
+
+def toml_string(value: str) -> str:
+    """A TOML basic string: quotes, backslashes and every control character escaped."""
+    out = ['"']
+    for ch in value:
+        o = ord(ch)
+        if ch == '"':
+            out.append('\\"')
+        elif ch == "\\":
+            out.append("\\\\")
+        elif ch == "\n":
+            out.append("\\n")
+        elif ch == "\t":
+            out.append("\\t")
+        elif o < 0x20 or o == 0x7F:
+            out.append(f"\\u{o:04X}")
+        elif 0xD800 <= o <= 0xDFFF:  # a lone surrogate (undecodable argv bytes)
+            out.append("\\uFFFD")
+        else:
+            out.append(ch)
+    out.append('"')
+    return "".join(out)
+
+
+def _scalars(text: str) -> str:
+    """Lone surrogates (undecodable argv bytes) become U+FFFD: TOML holds Unicode scalars only."""
+    return re.sub("[\ud800-\udfff]", "\ufffd", text)
+
+
+def now_utc() -> str:
+    epoch = os.environ.get("SOURCE_DATE_EPOCH")
+    when = (dt.datetime.fromtimestamp(int(epoch), dt.UTC) if epoch and epoch.isdigit()
+            else dt.datetime.now(dt.UTC))
+    return when.replace(microsecond=0).isoformat().replace("+00:00", "Z")
+
+
+# ---------------------------------------------------------------- reading
+
+
+def is_folder(location: Path, folder: bool = False) -> bool:
+    """Folder mode: ``[review] file`` names an existing folder, or ends with ``/``."""
+    return folder or location.is_dir()
+
+
+def files_of(location: Path, folder: bool = False) -> list[Path]:
+    if is_folder(location, folder):
+        return sorted(location.glob("*.toml")) if location.is_dir() else []
+    return [location] if location.exists() else []
+
+
+def load_signoffs(location: Path, *, folder: bool = False) -> tuple[SignOff, ...]:
+    """Every sign-off of the reviews file or folder, in file order (none when it does not exist)."""
+    out: list[SignOff] = []
+    folder = is_folder(location, folder)
+    for file in files_of(location, folder):
+        owner = file.stem if folder else None
+        if owner is not None and not NAME_RE.fullmatch(owner):
+            raise SpecError("a reviews folder holds <reviewer>.toml files; this name is not a "
+                            "reviewer name", file=str(file))
+        out += parse_reviews(_read(file), file, owner)
+    return tuple(out)
+
+
+def _read(file: Path) -> bytes:
+    try:
+        return file.read_bytes()
+    except OSError as exc:
+        raise SpecError(f"cannot be read: {exc.strerror or exc}", file=str(file)) from None
+
+
+def parse_reviews(data: bytes, file: Path, owner: str | None = None) -> list[SignOff]:
+    try:
+        doc = tomllib.loads(data.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise SpecError("not UTF-8 text", file=str(file)) from None
+    except tomllib.TOMLDecodeError as exc:
+        raise SpecError(f"malformed TOML: {exc}", file=str(file)) from None
+    unknown = sorted(set(doc) - {"signoff"})
+    if unknown:
+        raise SpecError("unknown key (a reviews file holds [[signoff]] tables)", file=str(file),
+                        key=unknown[0])
+    entries = doc.get("signoff", [])
+    if not isinstance(entries, list):
+        raise SpecError("expected [[signoff]] tables", file=str(file), key="signoff")
+    return [_entry(e, file, f"signoff[{i}]", owner) for i, e in enumerate(entries)]
+
+
+def _entry(e: Any, file: Path, key: str, owner: str | None) -> SignOff:
+    def bad(k: str, msg: str) -> SpecError:
+        return SpecError(msg, file=str(file), key=f"{key}.{k}" if k else key)
+
+    if not isinstance(e, Mapping):
+        raise bad("", "expected a table")
+    unknown = sorted(set(e) - _KEYS - ({"source"} if file.name == "audit.json" else set()))
+    if unknown:
+        raise bad(unknown[0], "unknown key")
+
+    def text(k: str, required: bool = True) -> str:
+        if k not in e:
+            if required:
+                raise bad(k, "missing")
+            return ""
+        v = e[k]
+        if isinstance(v, (dt.datetime, dt.date)) and k == "date":
+            v = v.isoformat()
+        if not isinstance(v, str):
+            raise bad(k, f"expected a string, got {type(v).__name__}")
+        return v
+
+    reviewer = text("reviewer")
+    if not NAME_RE.fullmatch(reviewer):
+        raise bad("reviewer", "not a reviewer name (letters, digits, . _ @ + -)")
+    if owner is not None and reviewer != owner:
+        raise bad("reviewer", f"this file holds {owner}'s sign-offs, not {reviewer}'s")
+    digest = text("digest").lower()
+    if not _HEX64.fullmatch(digest):
+        raise bad("digest", "expected the hunk's 64-hex SHA-256 digest")
+    hunk = text("hunk").lower()
+    if hunk != digest[:ID_HEX]:
+        raise bad("hunk", f"expected {digest[:ID_HEX]} (the first {ID_HEX} hex digits of digest)")
+    try:
+        verdict = ReviewVerdict(text("verdict"))
+    except ValueError:
+        raise bad("verdict", "expected ok, concern or blocker") from None
+    date = text("date")
+    try:
+        dt.datetime.fromisoformat(date.replace("Z", "+00:00"))
+    except ValueError:
+        raise bad("date", "expected an ISO 8601 date") from None
+    note = text("note", required=False)
+    if len(note) > NOTE_MAX:
+        raise bad("note", f"longer than {NOTE_MAX} characters")
+    path = text("path", required=False)
+    return SignOff(reviewer=reviewer, hunk=hunk, digest=digest, verdict=verdict, date=date,
+                   path=path, note=note, source=str(file))
+
+
+# ---------------------------------------------------------------- appending
+
+
+def target_for(location: Path, reviewer: str, folder: bool = False) -> Path:
+    """The file a reviewer's new sign-offs go to: the reviews file, or ``<folder>/<name>.toml``."""
+    return location / f"{reviewer}.toml" if is_folder(location, folder) else location
+
+
+@contextmanager
+def _locked(target: Path) -> Iterator[None]:
+    lock = target.with_name(f".{target.name}.lock")
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+
+
+def append_signoffs(location: Path, reviewer: str, new: Sequence[SignOff], *,
+                    folder: bool = False) -> Path:
+    """Append ``new`` to the reviewer's reviews file; the old bytes stay exactly as they were."""
+    folder = is_folder(location, folder)
+    target = target_for(location, reviewer, folder)
+    new = [replace(s, note=_scalars(s.note), path=_scalars(s.path)) for s in new]
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise SpecError(f"cannot create the reviews folder: {exc.strerror or exc}",
+                        file=str(target.parent)) from None
+    with _locked(target):
+        old = _read(target) if target.exists() else b""
+        owner = reviewer if folder else None
+        before = parse_reviews(old, target, owner)  # a bad file is reported, never rewritten
+        block = "".join("\n" + s.to_toml() for s in new).encode("utf-8")
+        if old and not old.endswith(b"\n"):
+            block = b"\n" + block
+        data = old + block
+        after = parse_reviews(data, target, owner)
+        if [s.to_json() for s in after[len(before):]] != [s.to_json() for s in new]:
+            raise SpecError("the appended sign-offs do not read back as written", file=str(target))
+        mode = target.stat().st_mode & 0o777 if target.exists() else 0o644
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.chmod(tmp, mode)
+            os.replace(tmp, target)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        dir_fd = os.open(target.parent, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+    return target
