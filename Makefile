@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test lint dev clean bench lock
+.PHONY: demo test lint dev clean bench lock fuzz
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -24,6 +24,10 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/pytest -q
+
+# the fuzzing properties with many random examples (make test runs a few, derandomized)
+fuzz: $(STAMP)
+	AUDITOR_FUZZ_PROFILE=fuzz $(BIN)/pytest -q -p no:cacheprovider tests/fuzz
 
 lint: $(STAMP)
 	$(BIN)/ruff check auditor tests benchmarks

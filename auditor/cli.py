@@ -11,7 +11,7 @@ from typing import Annotated, Any, NoReturn
 import typer
 from rich.console import Console
 
-from auditor.errors import EXIT_INCOMPLETE, EXIT_USAGE, AuditError
+from auditor.errors import EXIT_INCOMPLETE, EXIT_USAGE, AuditError, InputError
 from auditor.model import FailOn, Scope, StageResult, StageStatus, compute_verdict, exit_code_for
 from auditor.report.interface import ReportFormat
 from auditor.stage import Options
@@ -50,6 +50,17 @@ def _escape(text: str) -> str:
     return console_safe(text)
 
 
+def _check_output(output: Path | None, what: str = "--output") -> None:
+    """An output file that cannot be created stops the command before any work (exit 2)."""
+    from auditor.outputs import check_output_file
+
+    if output is not None:
+        try:
+            check_output_file(output, what)
+        except AuditError as exc:
+            _fail(exc)
+
+
 def _options(**kw: Any) -> Options:
     return Options(verbose=_state["verbose"], **{k: v for k, v in kw.items() if v is not None})
 
@@ -70,6 +81,8 @@ def _stage_command(spec_path: Path, name: str, options: Options, as_json: bool,
         try:
             if after is not None:
                 after(result, ctx)
+        except OSError as exc:  # the output could not be written: a usage error
+            raise InputError(f"cannot write the output: {exc}") from None
         finally:
             shutil.rmtree(base, ignore_errors=True)
     except AuditError as exc:
@@ -112,6 +125,7 @@ def scan(
 
             write_stage_sarif(result, sarif)
 
+    _check_output(sarif, "--sarif")
     _stage_command(spec, "scan", _options(scope=scope), as_json, write_sarif)
 
 
@@ -156,6 +170,7 @@ def sbom(
 
         export_sbom(result, ctx, output)
 
+    _check_output(output)
     _stage_command(spec, "sbom", _options(reproducible=reproducible), as_json, copy_out)
 
 
@@ -248,14 +263,19 @@ def report(
                                                  "FILE, e.g. $GITHUB_STEP_SUMMARY")] = None,
 ) -> None:
     """Render a saved audit again, in any format (made from audit.json; nothing is re-run)."""
+    from auditor.outputs import write_output_text
     from auditor.report import load_saved, render_saved, step_summary_of
 
+    _check_output(output)
+    _check_output(summary, "--summary")
     try:
         note = load_saved(audit_json).note
         text = render_saved(audit_json, fmt)
         if summary is not None:
             with summary.open("a", encoding="utf-8") as fh:
                 fh.write(step_summary_of(audit_json))
+        if output is not None and str(output) != "-":
+            write_output_text(output, text)
     except AuditError as exc:
         _fail(exc)
     except OSError as exc:
@@ -265,8 +285,6 @@ def report(
         err.print(f"[bold red]warning:[/bold red] {_escape(note)}")
     if output is None or str(output) == "-":
         sys.stdout.write(text)
-    else:
-        output.write_text(text, encoding="utf-8")
 
 
 osv_app = typer.Typer(no_args_is_help=True, help="Offline vulnerability data (OSV).")
@@ -411,8 +429,47 @@ def review_status(spec: SpecArg, as_json: Annotated[bool, typer.Option(
 
 
 def main() -> None:
+    """The entry point: exit 0/1 from a verdict, 2 for bad input or usage, 3 when something could
+    not be checked or the tool itself failed (never a bare traceback), 130/143 when interrupted."""
+    from auditor.interrupt import EXIT_INTERRUPTED, EXIT_TERMINATED, Terminated, raise_on_sigterm
+
+    raise_on_sigterm()
     try:
-        app()
+        code = app(standalone_mode=False)
+    except _CLICK_ERROR as exc:  # usage errors: exit 2, as click does
+        _show_usage_error(exc)
+        sys.exit(getattr(exc, "exit_code", EXIT_USAGE))
+    except typer.Abort:  # EOF on a prompt
+        err.print("aborted")
+        sys.exit(EXIT_USAGE)
     except AuditError as exc:  # pragma: no cover - commands catch their own
         err.print("error: " + "\n".join(_escape(line) for line in exc.diagnostic_lines()))
         sys.exit(exc.exit_code)
+    except Terminated:
+        err.print("[yellow]terminated (SIGTERM): stopped, temporary files removed, nothing "
+                  "was checked to the end[/yellow]")
+        sys.exit(EXIT_TERMINATED)
+    except KeyboardInterrupt:
+        err.print("[yellow]interrupted[/yellow]")
+        sys.exit(EXIT_INTERRUPTED)
+    except Exception as exc:  # a bug: incomplete (exit 3), never exit 1, which is a verdict
+        if _state["verbose"]:
+            traceback.print_exc()
+        err.print(f"[red]internal error:[/red] {_escape(f'{type(exc).__name__}: {exc}')} — "
+                  "nothing was checked to the end (run with -v for the traceback)")
+        sys.exit(EXIT_INCOMPLETE)
+    sys.exit(code if isinstance(code, int) else 0)
+
+
+#: click's usage-error root, found through typer (which may carry its own copy of click)
+_CLICK_ERROR: type[Exception] = next(c for c in typer.BadParameter.__mro__
+                                     if c.__name__ == "ClickException")
+
+
+def _show_usage_error(exc: Any) -> None:
+    try:
+        from typer import rich_utils
+
+        rich_utils.rich_format_error(exc)
+    except Exception:  # an older typer: click's own rendering
+        exc.show()

@@ -155,7 +155,9 @@ def write_spec(root: Path, example: dict[str, object], build_recipe: Path | None
 
 def prepare(root: Path) -> Path:
     """Make the whole example under ``root`` (which must not exist or be empty); the spec path."""
-    if root.exists() and any(root.iterdir()):
+    from auditor.outputs import MARKER_NAME
+
+    if root.exists() and any(p.name != MARKER_NAME for p in root.iterdir()):
         raise InputError(f"{root} exists and is not empty; choose another --out or remove it")
     root.mkdir(parents=True, exist_ok=True)
     example = make_example(root)
@@ -176,17 +178,22 @@ def prepare(root: Path) -> Path:
 
 
 def run_demo(out: Path, options: Options, console: Console) -> int:
+    from auditor.outputs import DEMO_SCHEMA, check_out_dir, write_marker
     from auditor.pipeline import audit
     from auditor.report.console import print_summary
     from auditor.spec import load_spec
     from auditor.textsafe import console_safe
 
-    out = out.resolve()
+    # only a new or empty folder, or one an earlier demo wrote (it holds the marker), is replaced
+    out = check_out_dir(out, schema=DEMO_SCHEMA)
     if out.exists():
-        if not (out / "audit.toml").is_file() and any(out.iterdir()):
-            raise InputError(f"{out} exists and is not a demo folder; choose another --out")
         shutil.rmtree(out)
     console.print(f"making the example in [bold]{console_safe(out)}[/bold] …")
+    try:
+        out.mkdir(parents=True)
+        write_marker(out, DEMO_SCHEMA)
+    except OSError as exc:
+        raise InputError(f"--out {out}: cannot be created: {exc.strerror or exc}") from None
     spec_path = prepare(out)
     console.print(f"spec: {console_safe(spec_path)}")
     result = audit(load_spec(spec_path), options, out / "audit")

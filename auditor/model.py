@@ -126,6 +126,10 @@ class Finding:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Finding:
+        data = _typed(data, Mapping, "a finding")
+        for key, types in (("commit", (str, type(None))), ("end_line", (int, type(None))),
+                           ("waiver", (str, type(None))), ("line", (int,))):
+            _typed(data.get(key), types, f"finding {key}")
         return cls(
             rule=str(data["rule"]),
             category=Category(data["category"]),
@@ -175,15 +179,17 @@ class StageResult:
 
     @classmethod
     def from_json(cls, name: str, data: Mapping[str, Any]) -> StageResult:
+        data = _typed(data, Mapping, f"stage {name}")
         details = {k: v for k, v in data.items()
                    if k not in ("status", "findings", "not_checked", "reasons")}
         return cls(
             name=name,
             status=StageStatus(data["status"]),
             details=details,
-            findings=tuple(Finding.from_json(f) for f in data.get("findings", [])),
-            not_checked=tuple(data.get("not_checked", [])),
-            reasons=tuple(data.get("reasons", [])),
+            findings=tuple(Finding.from_json(f)
+                           for f in _typed(data.get("findings", []), list, "findings")),
+            not_checked=_strings(data.get("not_checked", []), f"{name}.not_checked"),
+            reasons=_strings(data.get("reasons", []), f"{name}.reasons"),
         )
 
     @classmethod
@@ -267,14 +273,31 @@ class AuditResult:
     def from_json(cls, data: Mapping[str, Any]) -> AuditResult:
         if data.get("schema") != AUDIT_SCHEMA:
             raise ValueError(f"schema is {data.get('schema')!r}, expected {AUDIT_SCHEMA!r}")
-        stages = {name: StageResult.from_json(name, st) for name, st in data["stages"].items()}
+        stages = {str(name): StageResult.from_json(str(name), st)
+                  for name, st in _typed(data["stages"], Mapping, "stages").items()}
         return cls(
             verdict=Verdict(data["verdict"]),
-            reasons=tuple(data.get("reasons", [])),
+            reasons=_strings(data.get("reasons", []), "reasons"),
             stages=stages,
-            tool=dict(data.get("tool", {})),
-            inputs=dict(data.get("inputs", {})),
+            tool=dict(_typed(data.get("tool", {}), Mapping, "tool")),
+            inputs=dict(_typed(data.get("inputs", {}), Mapping, "inputs")),
         )
+
+
+def _typed(value: Any, types: Any, what: str) -> Any:
+    """``value`` when it has one of ``types``; a TypeError naming ``what`` otherwise (a saved
+    audit.json is read back by report and gate: a wrong type is bad input, not a crash later)."""
+    if not isinstance(value, types) or (isinstance(value, bool) and bool not in
+                                        (types if isinstance(types, tuple) else (types,))):
+        raise TypeError(f"{what} has the wrong type ({type(value).__name__})")
+    return value
+
+
+def _strings(value: Any, what: str) -> tuple[str, ...]:
+    items = _typed(value, list, what)
+    if not all(isinstance(x, str) for x in items):
+        raise TypeError(f"{what} must hold only strings")
+    return tuple(items)
 
 
 # ---------------------------------------------------------------- the verified workspace

@@ -12,8 +12,16 @@ from pathlib import Path
 from typing import Any
 
 from auditor import __version__
-from auditor.errors import AuditError, NotBuiltError, ToolError
-from auditor.model import STAGES, AuditResult, StageResult, StageStatus, compute_verdict
+from auditor.errors import AuditError, InputError, NotBuiltError, ToolError
+from auditor.model import (
+    AUDIT_SCHEMA,
+    STAGES,
+    AuditResult,
+    StageResult,
+    StageStatus,
+    compute_verdict,
+)
+from auditor.outputs import check_out_dir, write_marker
 from auditor.spec import Spec
 from auditor.stage import Context, Options, Stage
 
@@ -138,14 +146,32 @@ def inputs_info(spec: Spec) -> dict[str, Any]:
 
 
 class AuditDirectory:
-    """An audit directory written atomically: a sibling temporary folder renamed into place."""
+    """An audit directory written atomically: a sibling temporary folder renamed into place.
 
-    def __init__(self, target: Path) -> None:
-        self.target = target.resolve()
-        self.target.parent.mkdir(parents=True, exist_ok=True)
-        self.tmp = Path(tempfile.mkdtemp(prefix=f".{self.target.name}.", dir=self.target.parent))
+    The target is checked first (:func:`auditor.outputs.check_out_dir`): only a new folder, an
+    empty one or one an earlier audit wrote (it holds the marker) is ever replaced.
+    """
+
+    def __init__(self, target: Path, *, spec: Spec | None = None, inputs: Iterable[Path] = (),
+                 schema: str = AUDIT_SCHEMA) -> None:
+        self.schema = schema
+        self.shown = target
+        self.target = check_out_dir(target, spec=spec, inputs=inputs, schema=schema)
+        try:
+            self.target.parent.mkdir(parents=True, exist_ok=True)
+            self.tmp = Path(tempfile.mkdtemp(prefix=f".{self.target.name}.",
+                                             dir=self.target.parent))
+        except OSError as exc:
+            raise InputError(f"--out {target}: cannot be created: {exc.strerror or exc}") from None
+        try:
+            write_marker(self.tmp, schema)
+        except OSError as exc:
+            self.abort()
+            raise InputError(f"--out {target}: cannot be written: {exc.strerror or exc}") from None
 
     def commit(self) -> Path:
+        # checked again: something may have moved in while the audit ran
+        check_out_dir(self.target, schema=self.schema)
         old = None
         if self.target.exists():
             old = self.target.with_name(f".{self.target.name}.old-{os.getpid()}")
@@ -166,17 +192,25 @@ def write_json(path: Path, data: Any) -> None:
     path.write_text(dump_json(data), encoding="utf-8")
 
 
-def audit(spec: Spec, options: Options, out: Path) -> AuditResult:
-    """Every stage; the audit directory appears complete or not at all."""
+def audit(spec: Spec, options: Options, out: Path, *, inputs: Iterable[Path] = ()) -> AuditResult:
+    """Every stage; the audit directory appears complete or not at all.
+
+    ``out`` is checked before anything runs (``inputs``: more files it must not hold, such as a
+    gate's baseline); a write that fails (read-only, full) is an InputError and leaves nothing.
+    """
     from auditor.report import write_reports
 
-    directory = AuditDirectory(out)
+    directory = AuditDirectory(out, spec=spec, inputs=inputs)
     try:
         with tempfile.TemporaryDirectory(prefix="auditor-") as work:
             result, ctx = run_pipeline(spec, options, STAGES, directory.tmp, Path(work))
-            write_json(directory.tmp / "audit.json", result.to_json())
-            write_reports(result, directory.tmp, ctx)
-        directory.commit()
+            try:
+                write_json(directory.tmp / "audit.json", result.to_json())
+                write_reports(result, directory.tmp, ctx)
+                directory.commit()
+            except OSError as exc:
+                raise InputError(f"--out {out}: cannot be written: "
+                                 f"{exc.strerror or exc}") from None
     except BaseException:
         directory.abort()
         raise
@@ -189,7 +223,11 @@ def run_single(spec: Spec, options: Options, name: str) -> tuple[StageResult, Co
     The caller owns the returned temporary folder (``ctx.workdir``'s parent) and removes it.
     """
     base = Path(tempfile.mkdtemp(prefix="auditor-"))
-    (base / "out").mkdir()
-    (base / "work").mkdir()
-    _, ctx = run_pipeline(spec, options, [name], base / "out", base / "work")
+    try:
+        (base / "out").mkdir()
+        (base / "work").mkdir()
+        _, ctx = run_pipeline(spec, options, [name], base / "out", base / "work")
+    except BaseException:  # an error, or SIGTERM: the folder is the caller's only on success
+        shutil.rmtree(base, ignore_errors=True)
+        raise
     return ctx.results[name], ctx, base

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from auditor.errors import SpecError
+from auditor.inputs import read_input_text
 from auditor.model import Action, Category, Finding, Severity, fingerprint_of
 
 
@@ -69,13 +70,15 @@ class Policy:
 
 def _load(path: Path) -> dict[str, Any]:
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
+        return tomllib.loads(read_input_text(path, "file"))
     except FileNotFoundError:
         raise SpecError("file not found", file=str(path)) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise SpecError(f"cannot be read: {exc}", file=str(path)) from None
     except tomllib.TOMLDecodeError as exc:
         raise SpecError(f"malformed TOML: {exc}", file=str(path)) from None
+    except RecursionError:
+        raise SpecError("malformed TOML: nested too deeply", file=str(path)) from None
 
 
 def _enum(enum: Any, value: Any, file: Path, key: str) -> Any:

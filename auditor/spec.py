@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from auditor.errors import SpecError, SpecErrors
+from auditor.inputs import read_input_text
 from auditor.model import Scope
 
 if TYPE_CHECKING:
@@ -293,7 +294,7 @@ def _table(file: Path, doc: Mapping[str, Any], name: str, *, required: bool) -> 
 
 def _load_toml(path: Path) -> dict[str, Any]:
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_input_text(path, "file")  # a regular file under a cap, checked first
     except FileNotFoundError:
         raise SpecError("file not found", file=str(path)) from None
     except (OSError, UnicodeDecodeError) as exc:
@@ -302,6 +303,8 @@ def _load_toml(path: Path) -> dict[str, Any]:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise SpecError(f"malformed TOML: {exc}", file=str(path)) from None
+    except RecursionError:
+        raise SpecError("malformed TOML: nested too deeply", file=str(path)) from None
 
 
 # ---------------------------------------------------------------- engine profiles
@@ -504,7 +507,7 @@ def _deps(t: _Table, root: Path) -> DepsSpec:
 
 def _read_series_file(path: Path, t: _Table) -> tuple[str, ...]:
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        lines = read_input_text(path, "commits_file").splitlines()
     except (OSError, UnicodeDecodeError) as exc:
         raise t.err("commits_file", f"cannot be read: {exc}") from None
     out = []

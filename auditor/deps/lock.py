@@ -114,15 +114,13 @@ def _err(path: Path, line: int, msg: str) -> SpecError:
 
 
 def read_lock(path: Path) -> Lock:
+    from auditor.errors import InputError
+    from auditor.inputs import read_input_text  # checked: a regular file under the cap, no FIFO
+
     try:
-        size = path.stat().st_size
-        if size > MAX_LOCK_BYTES:
-            raise _err(path, 0, f"larger than {MAX_LOCK_BYTES} bytes")
-        text = path.read_bytes().decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise _err(path, 0, f"not UTF-8 text ({exc.reason})") from None
-    except OSError as exc:
-        raise _err(path, 0, f"cannot be read: {exc.strerror or exc}") from None
+        text = read_input_text(path, "[deps] lock", MAX_LOCK_BYTES)
+    except InputError as exc:
+        raise _err(path, 0, str(exc.message).removeprefix(f"[deps] lock {path}: ")) from None
     if path.suffix == ".toml":
         return _read_pylock(path, text)
     return _read_requirements(path, text)

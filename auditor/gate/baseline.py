@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 
 from auditor.errors import BaselineError
+from auditor.inputs import MAX_AUDIT_JSON_BYTES, bounded_depth, read_input_text
 from auditor.model import AUDIT_SCHEMA, AuditResult
 from auditor.report.view import as_map, as_text
 from auditor.spec import Spec
@@ -18,14 +19,16 @@ from auditor.spec import Spec
 
 def load_baseline(path: Path) -> AuditResult:
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_input_text(path, "baseline", MAX_AUDIT_JSON_BYTES)
     except FileNotFoundError:
         raise BaselineError(f"baseline {path}: file not found",
                             hint="pass the audit.json of the approved audit") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise BaselineError(f"baseline {path}: cannot be read: {exc}") from None
     try:
-        data = json.loads(text)
+        data = bounded_depth(json.loads(text), path, "baseline")
+    except RecursionError:
+        raise BaselineError(f"baseline {path}: nested too deeply") from None
     except json.JSONDecodeError as exc:
         raise BaselineError(f"baseline {path}: not JSON ({exc.msg} at line {exc.lineno})") from None
     if not isinstance(data, dict):

@@ -35,7 +35,7 @@ def run_gate(spec: Spec, baseline: Path, out: Path, options: Options, as_json: b
     console = console or Console(stderr=True, highlight=False, emoji=False)
     old = load_baseline(baseline)
     check_fits(old, spec, baseline)
-    new = run_audit(spec, options, out)
+    new = run_audit(spec, options, out, inputs=[baseline])
     g = decide(old, new, baseline_path=str(baseline))
     write_gate(g, out)
     print_gate(console, g)

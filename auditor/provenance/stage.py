@@ -112,6 +112,7 @@ class VerifyStage(Stage):
             "expected_tree": None,
             "bundle_tree": hashed.tree,
             "bundle": _bundle_json(spec, unpacked),
+            "bundle_format": unpacked.format.to_json() if unpacked.format else None,
             "manifest_digest": manifest_digest(hashed.manifest),
             "file_count": len(hashed.manifest),
         }

@@ -1,6 +1,9 @@
 """Safe unpacking of a bundle (folder, tar, tar.gz/xz/bz2, zip) into a private folder.
 
-The bundle is untrusted. Every entry is checked before a byte is written, and every write goes
+The bundle is untrusted. It must be a folder or a regular file under a size cap (checked before it
+is opened); a file's format is decided by its bytes, and a file another reader would take as another
+format, or with data after its end, is refused (:mod:`auditor.provenance.bundleformat`). Every
+entry is checked before a byte is written, and every write goes
 through :class:`_Writer`, which only creates paths below its root:
 
 - absolute names, ``..`` components, names that are not UTF-8, and entries that would be written
@@ -19,10 +22,7 @@ Every refusal is an :class:`~auditor.errors.InputError` naming the bundle and th
 
 from __future__ import annotations
 
-import bz2
-import gzip
 import hashlib
-import io
 import lzma
 import os
 import shutil
@@ -37,12 +37,26 @@ from pathlib import Path
 from typing import IO
 
 from auditor.errors import InputError
+from auditor.inputs import check_input, open_input
+from auditor.provenance.bundleformat import (
+    ArchiveFormat,
+    BadArchive,
+    BundleFormat,
+    Decompressed,
+    check_tar_tail,
+    check_zip_layout,
+    is_tar_header,
+    refuse_second_reading,
+    sniff,
+)
 from auditor.spec import BundleSpec
 
 _CHUNK = 1 << 20
 _MAX_LINK = 4096
 # Headers, padding and pax records are decompressed too; allow this much per entry on top.
 _OVERHEAD_PER_ENTRY = 8192
+#: the names ``Unpacked.compression`` has always used
+_COMPRESSION_NAMES = {"gzip": "gzip", "xz": "xz", "bzip2": "bz2"}
 
 
 class BundleKind(StrEnum):
@@ -63,6 +77,8 @@ class Unpacked:
     #: posix path -> (size, sha256, git blob sha1) of regular files, hashed as they were written
     #: (so the tree hash need not read them again); files missing here are hashed from disk
     digests: Mapping[str, tuple[int, str, str]] = field(default_factory=dict)
+    #: the format, decided by the bundle's bytes, and the evidence for it
+    format: BundleFormat | None = None
 
 
 class _Refused(Exception):
@@ -228,63 +244,25 @@ def _show(name: str) -> str:
 # ---------------------------------------------------------------- formats
 
 
-class _Limited(io.RawIOBase):
-    """A read-only stream that refuses to deliver more than ``limit`` bytes."""
-
-    def __init__(self, inner: IO[bytes], limit: int) -> None:
-        self.inner = inner
-        self.limit = limit
-        self.seen = 0
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buf: bytearray | memoryview) -> int:  # type: ignore[override]
-        data = self.inner.read(len(buf))
-        self.seen += len(data)
-        if self.seen > self.limit:
-            raise _Refused(f"decompresses to more than max_bytes allows ({self.limit} bytes "
-                           f"with archive headers)")
-        buf[: len(data)] = data
-        return len(data)
-
-
-def _compression(path: Path) -> str | None:
-    with open(path, "rb") as fh:
-        magic = fh.read(6)
-    if magic[:2] == b"\x1f\x8b":
-        return "gzip"
-    if magic == b"\xfd7zXZ\x00":
-        return "xz"
-    if magic[:3] == b"BZh":
-        return "bz2"
-    return None
-
-
-def _open_decompressed(path: Path, compression: str | None) -> IO[bytes]:
-    if compression == "gzip":
-        return gzip.open(path, "rb")  # type: ignore[return-value]
-    if compression == "xz":
-        return lzma.open(path, "rb")
-    if compression == "bz2":
-        return bz2.open(path, "rb")
-    return open(path, "rb")
-
-
-def _unpack_tar(path: Path, compression: str | None, w: _Writer) -> str | None:
+def _unpack_tar(fh: IO[bytes], compression: str | None, w: _Writer) -> tuple[str | None, str]:
+    """Unpack a (compressed) tar; returns the archive commit and the evidence of its end."""
     limit = w.spec.max_bytes + _OVERHEAD_PER_ENTRY * min(w.spec.max_files, 1 << 20) + (1 << 20)
-    with _open_decompressed(path, compression) as raw:
-        stream = io.BufferedReader(_Limited(raw, limit), buffer_size=_CHUNK)
-        try:
-            tar = tarfile.open(fileobj=stream, mode="r|", errorlevel=2)
-        except tarfile.ReadError as exc:
-            raise InputError(f"bundle {path} is not a tar, tar.gz/xz/bz2 or zip archive "
-                             f"({exc})") from None
-        with tar:
-            for member in _members(tar):
-                _tar_member(tar, member, w)
-            comment = tar.pax_headers.get("comment")
-    return comment if comment and len(comment) == 40 else None
+    dec = Decompressed(fh, compression, limit, lambda: _Refused(
+        f"decompresses to more than max_bytes allows ({limit} bytes with archive headers)"))
+    first = dec.head(512)
+    if first[257:262] != b"ustar" or not is_tar_header(first):
+        raise BadArchive(f"the {compression} data is not a ustar tar archive")
+    try:
+        tar = tarfile.open(fileobj=dec, mode="r|", errorlevel=2)
+    except tarfile.ReadError as exc:
+        raise BadArchive(f"not a readable tar archive ({exc})") from None
+    with tar:
+        for member in _members(tar):
+            _tar_member(tar, member, w)
+        comment = tar.pax_headers.get("comment")
+        end = tar.offset
+    tail = check_tar_tail(dec, end)
+    return (comment if comment and len(comment) == 40 else None), tail
 
 
 def _members(tar: tarfile.TarFile) -> Iterator[tarfile.TarInfo]:
@@ -321,11 +299,11 @@ def _tar_member(tar: tarfile.TarFile, m: tarfile.TarInfo, w: _Writer) -> None:
         w.file(rel, fh, bool(m.mode & stat.S_IXUSR), m.size)
 
 
-def _unpack_zip(path: Path, w: _Writer) -> str | None:
+def _unpack_zip(fh: IO[bytes], w: _Writer) -> str | None:
     try:
-        zf = zipfile.ZipFile(path)
+        zf = zipfile.ZipFile(fh)
     except (zipfile.BadZipFile, OSError) as exc:
-        raise InputError(f"bundle {path} is not a readable zip archive ({exc})") from None
+        raise BadArchive(f"not a readable zip archive ({exc})") from None
     with zf:
         infos = zf.infolist()
         if len(infos) > w.spec.max_files:
@@ -393,28 +371,30 @@ def _copy_folder(src: Path, w: _Writer) -> None:
 
 
 def unpack_bundle(spec: BundleSpec, workdir: Path) -> Unpacked:
-    """Unpack (or copy) the bundle into a new private folder under ``workdir``."""
+    """Unpack (or copy) the bundle into a new private folder under ``workdir``.
+
+    The bundle is checked (a folder, or a regular file under its size cap) before it is opened;
+    a file's format is decided by its bytes (:mod:`auditor.provenance.bundleformat`).
+    """
     src = spec.path
-    if not src.exists():
-        raise InputError(f"bundle {src} does not exist")
-    if src.is_file() and src.stat().st_size == 0:
+    cap = spec.max_bytes + _OVERHEAD_PER_ENTRY * min(spec.max_files, 1 << 20) + (1 << 20)
+    st = check_input(src, "bundle", cap, folder_ok=True)
+    if stat.S_ISREG(st.st_mode) and st.st_size == 0:
         raise InputError(f"bundle {src} is empty: a zero-byte file")
     root = Path(tempfile.mkdtemp(prefix="bundle-", dir=workdir))
     w = _Writer(root, spec)
     compression: str | None = None
     archive_commit: str | None = None
     try:
-        if src.is_dir():
+        if stat.S_ISDIR(st.st_mode):
             kind = BundleKind.DIRECTORY
+            fmt = BundleFormat(ArchiveFormat.DIRECTORY, "a folder: copied entry by entry, "
+                               "symlinks not followed")
             _copy_folder(src, w)
-        elif zipfile.is_zipfile(src):
-            kind = BundleKind.ZIP
-            archive_commit = _unpack_zip(src, w)
         else:
-            kind = BundleKind.TAR
-            compression = _compression(src)
-            archive_commit = _unpack_tar(src, compression, w)
-    except _Refused as exc:
+            with open_input(src, "bundle", cap) as fh:
+                kind, compression, archive_commit, fmt = _unpack_file(fh, w)
+    except (_Refused, BadArchive) as exc:
         shutil.rmtree(root, ignore_errors=True)
         raise InputError(f"bundle {src}: {exc}; refused") from None
     except (OSError, EOFError, lzma.LZMAError, zipfile.BadZipFile) as exc:
@@ -430,4 +410,22 @@ def unpack_bundle(spec: BundleSpec, workdir: Path) -> Unpacked:
                          hint="check [bundle] path and strip_components")
     return Unpacked(root=root, kind=kind, compression=compression, files=w.files, bytes=w.bytes,
                     git_entries=tuple(w.git_entries), archive_commit=archive_commit,
-                    digests=dict(w.digests))
+                    digests=dict(w.digests), format=fmt)
+
+
+def _unpack_file(fh: IO[bytes], w: _Writer
+                 ) -> tuple[BundleKind, str | None, str | None, BundleFormat]:
+    """Decide the format by the file's bytes, refuse a second reading, then unpack."""
+    head = fh.read(512)
+    fmt, why, compression = sniff(head)
+    other = refuse_second_reading(fmt, head, fh)
+    if fmt is ArchiveFormat.ZIP:
+        fh.seek(0, os.SEEK_END)
+        layout = check_zip_layout(fh, fh.tell())
+        fh.seek(0)
+        commit = _unpack_zip(fh, w)
+        return BundleKind.ZIP, None, commit, BundleFormat(fmt, f"{why}; {layout}; {other}")
+    fh.seek(0)
+    commit, tail = _unpack_tar(fh, compression, w)
+    return (BundleKind.TAR, _COMPRESSION_NAMES.get(compression or ""), commit,
+            BundleFormat(fmt, f"{why}; {tail}; {other}"))

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from auditor.errors import InputError
+from auditor.inputs import load_json_input
 from auditor.model import STAGES, AuditResult, Verdict, compute_verdict
 from auditor.report.interface import Formatter, ReportFormat, formatter_for
 from auditor.textsafe import redact_tree
@@ -71,7 +72,7 @@ def write_reports(audit: AuditResult, out_dir: Path, ctx: Context | None = None)
 def load_audit(path: Path) -> AuditResult:
     """A saved audit.json; an unreadable or foreign file is an InputError naming it (exit 2)."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = load_json_input(path, "audit.json")  # checked: regular, capped, bounded depth
     except FileNotFoundError:
         raise InputError(f"{path}: file not found") from None
     except (OSError, UnicodeDecodeError) as exc:

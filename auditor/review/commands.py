@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from auditor.errors import InputError, SpecError
+from auditor.inputs import MAX_LIST_BYTES, read_input_text
 from auditor.model import StageStatus
 from auditor.review.coverage import Coverage, compute, refs_of
 from auditor.review.hunks import Hunk
@@ -110,12 +111,12 @@ def resolve_hunk(series: ReviewSeries, given: str) -> Hunk:
 def packet_digests(plan_file: Path, name: str) -> list[str]:
     """The hunk digests of reviewer ``name``'s packet in a plan.json written by ``review plan``."""
     try:
-        doc = json.loads(plan_file.read_text(encoding="utf-8"))
+        doc = json.loads(read_input_text(plan_file, "plan", MAX_LIST_BYTES))
     except FileNotFoundError:
         raise InputError(f"{plan_file}: no plan here",
                          hint="write one with `auditor review plan SPEC --reviewers N --out DIR`, "
                               "or name it with --plan") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
         raise InputError(f"{plan_file}: not a readable plan: {exc}") from None
     reviewers = doc.get("reviewers") if isinstance(doc, dict) else None
     if not isinstance(reviewers, list):

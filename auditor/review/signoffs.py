@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from auditor.errors import SpecError
+from auditor.inputs import MAX_TEXT_BYTES, read_input_bytes
 from auditor.review.hunks import ID_HEX
 from auditor.review.plan import NAME_RE
 
@@ -146,7 +147,7 @@ def load_signoffs(location: Path, *, folder: bool = False) -> tuple[SignOff, ...
 
 def _read(file: Path) -> bytes:
     try:
-        return file.read_bytes()
+        return read_input_bytes(file, "reviews file", MAX_TEXT_BYTES)  # checked: regular, capped
     except OSError as exc:
         raise SpecError(f"cannot be read: {exc.strerror or exc}", file=str(file)) from None
 
@@ -158,6 +159,8 @@ def parse_reviews(data: bytes, file: Path, owner: str | None = None) -> list[Sig
         raise SpecError("not UTF-8 text", file=str(file)) from None
     except tomllib.TOMLDecodeError as exc:
         raise SpecError(f"malformed TOML: {exc}", file=str(file)) from None
+    except RecursionError:
+        raise SpecError("malformed TOML: nested too deeply", file=str(file)) from None
     unknown = sorted(set(doc) - {"signoff"})
     if unknown:
         raise SpecError("unknown key (a reviews file holds [[signoff]] tables)", file=str(file),

@@ -19,6 +19,7 @@ from typing import Any
 
 from auditor import __version__
 from auditor.errors import InputError, ToolError
+from auditor.inputs import read_input_text
 from auditor.model import Finding, StageResult, fingerprint_of, status_for
 from auditor.service import analyze
 from auditor.service.lint import EXPOSURE_RULE, VERIFY_RULE, lint_unit
@@ -94,7 +95,7 @@ def check_unit_file(path: Path, profile: str) -> StageResult:
     """``auditor unit check FILE``: the same checks on a unit someone already has."""
     prof = load_profile(profile)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_input_text(path, "unit file")  # a regular file under a cap, checked first
     except FileNotFoundError:
         raise InputError(f"{path}: no such file") from None
     except IsADirectoryError:

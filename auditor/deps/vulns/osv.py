@@ -34,6 +34,7 @@ from auditor.deps.vulns.interface import (
     VulnReport,
 )
 from auditor.deps.vulns.severity import record_severity
+from auditor.inputs import open_input
 
 MAX_RECORD_BYTES = 16 * 1024 * 1024
 MAX_TOTAL_BYTES = 4 * 1024**3
@@ -63,7 +64,7 @@ def _files(path: Path) -> Iterator[tuple[str, bytes]]:
                 else:
                     yield p.relative_to(path).as_posix(), p.read_bytes()
         return
-    with zipfile.ZipFile(path) as zf:
+    with open_input(path, "osv snapshot", MAX_TOTAL_BYTES) as fh, zipfile.ZipFile(fh) as zf:
         infos = sorted((i for i in zf.infolist() if not i.is_dir()
                         and i.filename.endswith(".json")), key=lambda i: i.filename)
         if sum(i.file_size for i in infos) > MAX_TOTAL_BYTES:

@@ -1,0 +1,131 @@
+"""Where auditor may write, checked before any work starts.
+
+An audit directory (``--out``) is replaced as a whole when an audit commits, so it may only be a new
+path, an empty folder, or a folder an earlier run of this tool wrote: one holding the marker file
+:data:`MARKER_NAME` (``{"tool": "auditor", "schema": ...}``). Anything else is refused with exit 2
+and nothing deleted: an existing file, a foreign non-empty folder, ``/``, the spec's folder or one
+above it, and any folder that holds an input (bundle, repositories, policy, lock, ...) or lies inside
+an input folder. Output files (``-o``) must be creatable: their folder exists and they are not a
+folder themselves.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from auditor.errors import InputError
+from auditor.model import AUDIT_SCHEMA
+
+MARKER_NAME = ".auditor-out"
+DEMO_SCHEMA = "auditor/demo/v1"
+
+
+def marker(schema: str = AUDIT_SCHEMA) -> dict[str, str]:
+    return {"tool": "auditor", "schema": schema}
+
+
+def write_marker(folder: Path, schema: str = AUDIT_SCHEMA) -> None:
+    (folder / MARKER_NAME).write_text(json.dumps(marker(schema)) + "\n", encoding="utf-8")
+
+
+def has_marker(folder: Path, schema: str = AUDIT_SCHEMA) -> bool:
+    """True when ``folder`` holds this tool's marker for ``schema`` (a small regular file)."""
+    path = folder / MARKER_NAME
+    try:
+        st = os.lstat(path)
+        if not os.path.isfile(path) or st.st_size > 4096 or os.path.islink(path):
+            return False
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(data, dict) and data.get("tool") == "auditor" and \
+        data.get("schema") == schema
+
+
+def spec_inputs(spec: Any) -> Iterator[Path]:
+    """Every path a spec names (files and folders it reads), found by walking its dataclasses."""
+    stack: list[Any] = [spec]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, Path):
+            yield item
+        elif isinstance(item, (tuple, list)):
+            stack.extend(item)
+        elif dataclasses.is_dataclass(item) and not isinstance(item, type):
+            for f in dataclasses.fields(item):
+                if f.name in ("cache", "raw", "root"):  # the scan cache is ours; root: see below
+                    continue
+                value = getattr(item, f.name)
+                if f.name == "commits_source" and isinstance(value, str) and value != "commits":
+                    value = Path(value)
+                stack.append(value)
+
+
+def _real(p: Path) -> Path:
+    return Path(os.path.realpath(p))
+
+
+def _is_within(inner: Path, outer: Path) -> bool:
+    return inner == outer or outer in inner.parents
+
+
+def check_out_dir(out: Path, *, spec: Any = None, inputs: Iterable[Path] = (),
+                  schema: str = AUDIT_SCHEMA, flag: str = "--out") -> Path:
+    """The resolved audit directory, once it is safe to replace; otherwise an InputError."""
+    target = _real(out)
+    if target.parent == target:
+        raise InputError(f"{flag} {out}: the root folder can never be an output folder")
+    if os.path.lexists(target):
+        if not target.is_dir():
+            raise InputError(f"{flag} {out}: exists and is not a folder; nothing was changed")
+        try:
+            empty = not any(os.scandir(target))
+        except OSError as exc:
+            raise InputError(f"{flag} {out}: cannot be listed: {exc.strerror}") from None
+        if not empty and not has_marker(target, schema):
+            raise InputError(
+                f"{flag} {out}: exists, is not empty and was not written by auditor (it has no "
+                f"{MARKER_NAME} marker); it would be replaced, so nothing was changed",
+                hint=f"choose a new folder for {flag}")
+    named: list[tuple[str, Path]] = [(f"the input {p}", p) for p in inputs]
+    if spec is not None:
+        named += [(f"the input {p}", p) for p in spec_inputs(spec)]
+        named.append((f"the spec {spec.path}", spec.path))
+        root = _real(spec.root)
+        if target in root.parents or target == root:
+            raise InputError(f"{flag} {out}: is the spec's folder {spec.root} or holds it; it "
+                             f"would be replaced, so nothing was changed",
+                             hint="write the audit into a new folder, e.g. --out audit-out")
+    for what, p in named:
+        real = _real(p)
+        if _is_within(real, target):
+            raise InputError(f"{flag} {out}: holds {what}; it would be replaced, so nothing was "
+                             f"changed")
+        if real.is_dir() and _is_within(target, real):
+            raise InputError(f"{flag} {out}: lies inside {what}; write the audit elsewhere")
+    return target
+
+
+def check_output_file(path: Path, what: str = "--output") -> None:
+    """An output file must be creatable: not a folder, its folder an existing folder."""
+    if str(path) == "-":
+        return
+    if path.is_dir():
+        raise InputError(f"{what} {path}: is a directory, not a file")
+    parent = path.parent if str(path.parent) else Path(".")
+    if not parent.is_dir():
+        raise InputError(f"{what} {path}: its folder {parent} does not exist or is not a folder")
+
+
+def write_output_text(path: Path, text: str, what: str = "--output") -> None:
+    """Write an output file; a failure (read-only, full, unwritable) is an InputError (exit 2)."""
+    check_output_file(path, what)
+    try:
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise InputError(f"{what} {path}: cannot be written: {exc.strerror or exc}") from None
