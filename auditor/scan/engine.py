@@ -7,7 +7,9 @@
 3. Attribution (after the cache): blame over the series range gives each finding the commit that
    introduced its first series line; in ``diff`` scope findings on upstream lines are dropped, in
    ``full`` scope findings upstream's copy also has are marked inherited.
-4. Policy: the action per category/path/rule, then waivers (an expired one is itself a finding).
+4. Package sources: a ``*.package-source`` finding is named new, known or from a variable against
+   upstream's tree and the engine profile (:mod:`auditor.scan.sources`).
+5. Policy: the action per category/path/rule, then waivers (an expired one is itself a finding).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from auditor.gitio import Git
 from auditor.model import (
     Action,
     Finding,
@@ -41,6 +44,7 @@ from auditor.scan.interface import (
     all_failed,
 )
 from auditor.scan.scope import attribute, changed_paths, read_blobs, upstream_blobs
+from auditor.scan.sources import SourceJudge, upstream_sources
 from auditor.textsafe import redact
 
 SNIPPET_LINES = 5
@@ -57,6 +61,7 @@ class ScanConfig:
     cache_dir: Path | None = None  # None: no cache
     jobs: int = 2
     today: dt.date | None = None
+    package_indexes: tuple[str, ...] = ()  # the engine profile's known package sources
 
 
 @dataclass
@@ -146,6 +151,14 @@ def run_scan(ws: Workspace, scanners: Sequence[Scanner], config: ScanConfig, wor
         upstream_prints[t.path] = {fingerprint_of(f.rule, t.path, _code(lines, f))
                                    for _s, f in raw.get(t.key, [])}
 
+    judges: list[SourceJudge] = []
+
+    def judge() -> SourceJudge:  # upstream's package sources, read once and only when needed
+        if not judges:
+            known = upstream_sources(Git(ws.upstream_repo), ws.upstream_tree)
+            judges.append(SourceJudge(known | set(config.package_indexes)))
+        return judges[0]
+
     findings: list[Finding] = []
     seen: set[tuple[str, int, str]] = set()
     for t in bundle:
@@ -153,6 +166,10 @@ def run_scan(ws: Workspace, scanners: Sequence[Scanner], config: ScanConfig, wor
         for scanner, f in raw.get(t.key, []):
             code = _code(lines, f)
             fp = fingerprint_of(f.rule, t.path, code)
+            rule, message = f.rule, f.message
+            if SourceJudge.applies(rule):  # new, known or variable package source
+                verdict = judge().judge(code, t.text)
+                rule, message = f"{rule}.{verdict.suffix}", verdict.message
             att = attribute(origins.get(t.path), f.line, f.end_line)
             inherited = False
             if config.scope is Scope.DIFF:
@@ -164,14 +181,15 @@ def run_scan(ws: Workspace, scanners: Sequence[Scanner], config: ScanConfig, wor
             if dedup in seen:  # two scanners, one concern on one line: keep the first scanner's
                 continue
             seen.add(dedup)
-            message = f.message
             if att.unexplained and not inherited:
                 message += " (on a line that no listed commit explains)"
             findings.append(Finding(
-                rule=f.rule, category=f.category, severity=f.severity, action=Action.REVIEW,
+                rule=rule, category=f.category, severity=f.severity, action=Action.REVIEW,
                 path=t.path, line=f.line, end_line=f.end_line,
                 commit=None if inherited else att.commit, message=message,
-                scanner=scanner.name, fingerprint=fp, inherited=inherited,
+                scanner=scanner.name,
+                fingerprint=fp if rule == f.rule else fingerprint_of(rule, t.path, code),
+                inherited=inherited,
                 snippet=_snippet(code), help=f.help,
             ))
 
