@@ -157,10 +157,12 @@ class SourceJudge:
         values = [m.group(1) for m in _VALUE_SITES.finditer(code)]
         sources: set[str] = set()
         unresolved = False
-        for value in values or [code]:
+        for value in values:
             got, unres = _resolve(value, env)
             sources |= got
             unresolved |= unres
+        if not values:  # an item of a list (a TOML array line): its URLs
+            sources = _hosts(code)
         new = sorted(s for s in sources if s.lower() not in self.known)
         if new:
             return Judgement(NEW, "adds the package source " + ", ".join(new)
