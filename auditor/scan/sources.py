@@ -63,17 +63,24 @@ def upstream_sources(repo: Git, tree: str) -> frozenset[str]:
     """Sources named on upstream's lines that mention an index, find-links, channel or trusted
     host (``git grep`` over the tree). A failed grep yields the empty set: every source is then
     new, which errs towards blocking."""
-    try:
-        res = repo.run("grep", "-I", "-h", "-i", "-E", "-e",
-                       r"index|find[-_]links|channel|trusted[-_]host|\.whl", tree,
-                       check=False, text=False)
-    except AuditError:
-        return frozenset()
-    if res.returncode not in (0, 1):
-        return frozenset()
+    greps = (
+        ("-i", "-E", "-e", r"index|find[-_]links|channel|trusted[-_]host|\.whl", tree),
+        # conda channel lists: the items follow the key
+        ("-A", "12", "-E", "-e", r"^\s*(channels|default_channels)\s*:", tree, "--",
+         "*.yml", "*.yaml", "*condarc"),
+    )
+    text = ""
+    for args in greps:
+        try:
+            res = repo.run("grep", "-I", "-h", *args, check=False, text=False)
+        except AuditError:
+            return frozenset()
+        if res.returncode not in (0, 1):
+            return frozenset()
+        out_bytes = res.stdout if isinstance(res.stdout, bytes) else str(res.stdout).encode()
+        text += out_bytes.decode("utf-8", "replace") + "\n"
     out: set[str] = set()
-    stdout = res.stdout if isinstance(res.stdout, bytes) else str(res.stdout).encode()
-    for line in stdout.decode("utf-8", "replace").splitlines():
+    for line in text.splitlines():
         if _INDEX_ASSIGNMENT.search(line):  # ARG PYTORCH_CUDA_INDEX_BASE_URL=https://...
             out.update(_hosts(line))
         for m in _VALUE_SITES.finditer(line):
