@@ -25,6 +25,7 @@ from auditor.model import (
     Action,
     Finding,
     Scope,
+    Severity,
     StageResult,
     Workspace,
     fingerprint_of,
@@ -47,6 +48,7 @@ from auditor.scan.scope import attribute, changed_paths, read_blobs, upstream_bl
 from auditor.scan.sources import SourceJudge, upstream_sources
 from auditor.textsafe import redact
 
+_SEVERITY_RANK = {s: n for n, s in enumerate(Severity)}  # critical first
 SNIPPET_LINES = 5
 SNIPPET_WIDTH = 200
 # characters str.splitlines() breaks lines on besides "\n" (git and the scanners do not)
@@ -137,7 +139,9 @@ def run_scan(ws: Workspace, scanners: Sequence[Scanner], config: ScanConfig, wor
                 if key.startswith("b:"):
                     not_checked.setdefault(key[2:], []).append(err.reason)
             for key, found in run.findings.items():
-                ordered = sorted(found, key=lambda f: (f.line, f.end_line, f.rule, f.message))
+                # on one line, the most severe first: the per-line dedup below keeps it
+                ordered = sorted(found, key=lambda f: (f.line, _SEVERITY_RANK[f.severity],
+                                                       f.end_line, f.rule, f.message))
                 raw.setdefault(key, []).extend((s, f) for f in ordered)
 
         blame([t for t in to_blame if raw.get(t.key)])

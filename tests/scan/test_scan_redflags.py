@@ -128,6 +128,9 @@ def case(tmp_path_factory: pytest.TempPathFactory) -> Case:
                                "    https://wheels.sm86-kernels.example/simple\n",
             "deploy/vllm.service": "[Service]\nEnvironment=LD_PRELOAD=/opt/nccl/lib/libnccl.so.2\n"
                                    "ExecStart=/opt/vllm/bin/vllm serve /srv/m --host 127.0.0.1\n",
+            "vllm/sm86/launch.py": "import subprocess\n\n\ndef serve(model):\n"
+                                   "    return subprocess.Popen([\"vllm\", \"serve\", model, "
+                                   "\"--trust-remote-code\"])\n",
         }, author=FORK),
     ]
     bundle = bundle_of(repo, "series", tmp / "bundle")
@@ -198,3 +201,12 @@ def test_token_counts_and_docstrings_are_not_blocked(case: Case,
     assert [f for f in vllm_result.findings if f.path == "vllm/envs.py"] == []
     assert [f for f in vllm_result.findings
             if f.path == "vllm/entrypoints/cli_args.py"] == []
+
+
+def test_the_most_severe_concern_on_a_line_is_the_one_kept(vllm_result: StageResult) -> None:
+    # the subprocess call (process-exec, review) and the trust-remote-code launch (process-exec,
+    # block) share a line: one finding per line and category, and it is the blocking one
+    launch = [f for f in vllm_result.findings if f.path == "vllm/sm86/launch.py" and f.line == 5
+              and f.category.value == "process-exec"]
+    assert [(f.rule, f.action) for f in launch] == [
+        ("process-exec.shell.trust-remote-code", Action.BLOCK)]
