@@ -172,12 +172,12 @@ class SourceJudge:
             sources = _hosts(code)
         new = sorted(s for s in sources if s.lower() not in self.known)
         if new:
-            return Judgement(NEW, "adds the package source " + ", ".join(new)
+            return Judgement(NEW, "Adds the package source " + ", ".join(new)
                              + ", which upstream's tree does not use and the engine profile "
                                "does not list (package_indexes)")
         if unresolved or not sources:
-            return Judgement(FROM_VARIABLE, "a package source is taken from a variable this file "
+            return Judgement(FROM_VARIABLE, "A package source is taken from a variable this file "
                                             "does not set; check the value it gets at build or "
                                             "start time")
-        return Judgement(KNOWN, "uses the package source " + ", ".join(sorted(sources))
+        return Judgement(KNOWN, "Uses the package source " + ", ".join(sorted(sources))
                          + ", which upstream or the engine profile already uses")
