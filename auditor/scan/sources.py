@@ -43,8 +43,12 @@ _INDEX_VARS = (r"(?:PIP_INDEX_URL|PIP_EXTRA_INDEX_URL|PIP_FIND_LINKS|UV_INDEX_UR
                r"UV_EXTRA_INDEX_URL|UV_DEFAULT_INDEX|UV_INDEX|UV_FIND_LINKS)")
 # where a source is written: an option's value, an environment variable's, a config key's
 _VALUE_SITES = re.compile(
-    r"(?:(?<![\w-])(?:--(?:index-url|extra-index-url|find-links|default-index|index|channel)|-[ifc])"
+    r"(?:(?<![\w-])--(?:index-url|extra-index-url|find-links|default-index|index|channel)"
     r"(?:=|[\"']?(?:[\s,]|\\\n)+[\"']?)"
+    # short options only in their own tool's command (sed -i, bash -c are not sources)
+    r"|\bpip[0-9.]*[\"']?[\s,]+[\"']?(?:install|download|wheel)\b(?:[^\n;|&#]|\\\n)*?[\s\"']-[if]"
+    r"(?:=|[\"']?(?:[\s,]|\\\n)+[\"']?)"
+    r"|\b(?:conda|mamba|micromamba)\b(?:[^\n;|&#]|\\\n)*?\s-c(?:=|\s+)"
     r"|(?<![\w$])" + _INDEX_VARS + r"[\"']?\]?\s*(?:=|:|,|\s)\s*"
     r"|\b(?:index-url|extra-index-url|find-links|url|channels?)\s*[=:]\s*\[?"
     r"|\bset\s+[\w.]*(?:index-url|find-links)\s+"

@@ -57,6 +57,10 @@ def test_upstream_sources_are_the_ones_it_installs_from(upstream: frozenset[str]
     ('sys.executable, "-m", "pip", "install", "--index-url", "https://pypi.org/simple",', KNOWN,
      "pypi.org"),
     ('export UV_INDEX_URL="$MIRROR/simple"', FROM_VARIABLE, ""),
+    ("sed -i 's/a/b/' setup.py && pip install --extra-index-url https://download.pytorch.org/whl "
+     "torch", KNOWN, "download.pytorch.org"),
+    ('bash -c "pip install -i https://download.pytorch.org/whl/cu128 torch"', KNOWN,
+     "download.pytorch.org"),
     ("pip install --extra-index-url ${EXTRA:-https://wheels.example.net/simple} x", NEW,
      "wheels.example.net"),
 ])
