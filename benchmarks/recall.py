@@ -206,6 +206,7 @@ def main() -> int:
 
     hostile_total = hostile_found = hostile_blocked = 0
     missed: list[str] = []
+    reviewed: list[str] = []  # hostile lines reported for review only
     benign_blocks: list[str] = []
     benign_total = 0
     for t in corpus:
@@ -218,6 +219,9 @@ def main() -> int:
                 hostile_blocked += any(j.action is Action.BLOCK for j in hits)
                 if not acted:
                     missed.append(f"{t.path}:{first} ({what})")
+                elif not any(j.action is Action.BLOCK for j in hits):
+                    reviewed.append(f"{t.path}:{first} ({what}): "
+                                    + ", ".join(sorted({j.rule for j in acted})))
             else:
                 benign_total += 1
                 benign_blocks += [f"{t.path}:{first} {j.rule} ({what})" for j in hits
@@ -258,6 +262,9 @@ def main() -> int:
                      f"{c[Action.REVIEW]} | {c[Action.INFO]} |")
     if missed:
         lines += ["", "Hostile lines not reported:", ""] + [f"- `{m}`" for m in missed]
+    if reviewed:
+        lines += ["", "Hostile lines reported for review, not blocked:", ""] + [
+            f"- `{r}`" for r in reviewed]
     if benign_blocks:
         lines += ["", "Benign corpus lines blocked:", ""] + [f"- `{b}`" for b in benign_blocks]
     if blocks:

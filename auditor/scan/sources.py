@@ -38,6 +38,7 @@ _ASSIGN = re.compile(
     r"|^\s*ENV\s+(\w+)\s+(\"[^\"\n]*\"|'[^'\n]*'|\S+)")
 _INDEX_ASSIGNMENT = re.compile(r"(?i)\b\w*(?:INDEX|FIND_LINKS|CHANNEL)\w*[\"']?\s*[=:]\s*[\"']?"
                                r"[a-z][a-z0-9+.-]*://")
+_IDENT = re.compile(r"[A-Za-z_]\w*")
 _HOSTLIKE = re.compile(r"^(?:[\w-]+\.)+[A-Za-z]{2,}(?::\d+)?(?:/|$)")
 _INDEX_VARS = (r"(?:PIP_INDEX_URL|PIP_EXTRA_INDEX_URL|PIP_FIND_LINKS|UV_INDEX_URL|"
                r"UV_EXTRA_INDEX_URL|UV_DEFAULT_INDEX|UV_INDEX|UV_FIND_LINKS)")
@@ -129,10 +130,15 @@ def _resolve(value: str, env: Mapping[str, list[str]], depth: int = 0) -> tuple[
     hosts = _hosts(value)
     if hosts:
         return hosts, False
+    if _IDENT.fullmatch(value) and env.get(value) and depth < 4:  # a Python constant
+        found: set[str] = set()
+        for v in env[value]:
+            found |= _resolve(v, env, depth + 1)[0]
+        return (found, False) if found else (set(), True)
     refs = list(_VAR.finditer(value))
     if not refs:
         return ({_plain(value)} if value.strip("\"'") else set()), False
-    found: set[str] = set()
+    found = set()
     unresolved = False
     for ref in refs:
         name = ref.group(1) or ref.group(3)

@@ -89,3 +89,12 @@ def test_a_bad_profile_list_is_a_spec_error(tmp_path: Path) -> None:
     with pytest.raises(SpecError, match="package_indexes"):
         package_indexes(_Spec())  # type: ignore[arg-type]
     assert package_indexes(type("S", (), {"profile": load_profile("generic")})()) == ()  # type: ignore[arg-type]
+
+
+def test_a_python_constant_is_resolved(upstream: frozenset[str]) -> None:
+    text = ('_INDEX = "https://wheels.sm86-kernels.example/simple"\n'
+            'subprocess.check_call([sys.executable, "-m", "pip", "install", "--extra-index-url", '
+            '_INDEX, "sm86"])\n')
+    verdict = SourceJudge(upstream).judge(text.split("\n")[1], text)
+    assert verdict.suffix == NEW
+    assert "wheels.sm86-kernels.example" in verdict.message
