@@ -8,6 +8,9 @@
     category = "process-exec"
     paths = ["scripts/**", "tools/**"]
     action = "review"
+    [[override]]              # rule: a rule id, or an fnmatch glob over rule ids
+    rule = "dependency.*.package-source.new-host"
+    action = "block"
 
 ``waivers.toml``::
 
@@ -57,7 +60,7 @@ class Policy:
         for o in self.overrides:
             if o.category is not None and o.category is not category:
                 continue
-            if o.rule is not None and o.rule != rule:
+            if o.rule is not None and (rule is None or not fnmatch.fnmatchcase(rule, o.rule)):
                 continue
             if o.paths and not any(fnmatch.fnmatch(path, g) for g in o.paths):
                 continue

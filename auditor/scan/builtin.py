@@ -7,6 +7,9 @@
   container file, compose/YAML or other configuration.
 - ``telemetry.builtin.do-not-track-weakened``: one of the profile's do-not-track variables set to
   a false value or unset.
+- package sources, TLS-off indexes and launch environment in configuration files semgrep does not
+  parse (pip.conf, uv.toml, pyproject, condarc, requirements, env files, systemd units):
+  :mod:`auditor.scan.pkgconfig`.
 """
 
 from __future__ import annotations
@@ -20,9 +23,10 @@ from pathlib import Path
 
 from auditor import __version__
 from auditor.model import Category, Severity
+from auditor.scan import pkgconfig
 from auditor.scan.interface import RawFinding, Scanner, ScannerRun, ScanTarget
 
-RULES_VERSION = "1"
+RULES_VERSION = "2"
 MIN_ENCODED = 200  # characters of base64/hex in one literal
 
 _BASE64 = re.compile(r"[A-Za-z0-9+/_-]{" + str(MIN_ENCODED) + r",}={0,2}")
@@ -90,11 +94,14 @@ class BuiltinScanner(Scanner):
         return hashlib.sha256(json.dumps(data).encode()).hexdigest()
 
     def accepts(self, target: ScanTarget) -> bool:
-        return target.family is not None or _is_config(target.path)
+        return (target.family is not None or _is_config(target.path)
+                or pkgconfig.kind_of(target.path) is not None)
 
     def coverage(self, target: ScanTarget) -> str | None:
         """Its launch and telemetry switches are rules for configuration files; on code it only
         runs the language-blind long-literal check, which covers no language."""
+        if pkgconfig.kind_of(target.path) is not None:  # package sources, launch environment
+            return "builtin:config"
         return "builtin:config" if target.family is None and _is_config(target.path) else None
 
     def scan(self, files: Sequence[ScanTarget], workdir: Path) -> ScannerRun:
@@ -105,6 +112,9 @@ class BuiltinScanner(Scanner):
         low = t.text.lower()
         flags = [e for e in self._flag_res if e[1] in low] if launch else []
         tele = [e for e in self._tele_res if e[0] in t.text]
+        kind = pkgconfig.kind_of(t.path)
+        if kind is not None:  # package sources and launch environment in configuration files
+            yield from pkgconfig.config_findings(kind, t.lines)
         for n, line in enumerate(t.lines, start=1):
             if len(line) >= MIN_ENCODED:
                 yield from self._encoded(line, n)

@@ -7,7 +7,9 @@
 3. Attribution (after the cache): blame over the series range gives each finding the commit that
    introduced its first series line; in ``diff`` scope findings on upstream lines are dropped, in
    ``full`` scope findings upstream's copy also has are marked inherited.
-4. Policy: the action per category/path/rule, then waivers (an expired one is itself a finding).
+4. Package sources: a ``*.package-source`` finding is named new, known or from a variable against
+   upstream's tree and the engine profile (:mod:`auditor.scan.sources`).
+5. Policy: the action per category/path/rule, then waivers (an expired one is itself a finding).
 """
 
 from __future__ import annotations
@@ -18,10 +20,12 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from auditor.gitio import Git
 from auditor.model import (
     Action,
     Finding,
     Scope,
+    Severity,
     StageResult,
     Workspace,
     fingerprint_of,
@@ -43,8 +47,10 @@ from auditor.scan.interface import (
     all_failed,
 )
 from auditor.scan.scope import attribute, changed_paths, read_blobs, upstream_blobs
+from auditor.scan.sources import SourceJudge, upstream_sources
 from auditor.textsafe import redact
 
+_SEVERITY_RANK = {s: n for n, s in enumerate(Severity)}  # critical first
 SNIPPET_LINES = 5
 SNIPPET_WIDTH = 200
 # characters str.splitlines() breaks lines on besides "\n" (git and the scanners do not)
@@ -59,6 +65,7 @@ class ScanConfig:
     cache_dir: Path | None = None  # None: no cache
     jobs: int = 2
     today: dt.date | None = None
+    package_indexes: tuple[str, ...] = ()  # the engine profile's known package sources
 
 
 @dataclass
@@ -141,7 +148,9 @@ def run_scan(ws: Workspace, scanners: Sequence[Scanner], config: ScanConfig, wor
             for key, found in run.findings.items():
                 t = by_key[key]
                 mapped = [_to_source(t, f) for f in found]
-                ordered = sorted(mapped, key=lambda f: (f.line, f.end_line, f.rule, f.message))
+                # on one line, the most severe first: the per-line dedup below keeps it
+                ordered = sorted(mapped, key=lambda f: (f.line, _SEVERITY_RANK[f.severity],
+                                                        f.end_line, f.rule, f.message))
                 raw.setdefault(owner[key].key, []).extend((s, f) for f in ordered)
 
         blame([t for t in to_blame if raw.get(t.key)])
@@ -167,6 +176,14 @@ def run_scan(ws: Workspace, scanners: Sequence[Scanner], config: ScanConfig, wor
         upstream_prints[t.path] = {fingerprint_of(f.rule, t.path, _code(lines, f))
                                    for _s, f in raw.get(t.key, [])}
 
+    judges: list[SourceJudge] = []
+
+    def judge() -> SourceJudge:  # upstream's package sources, read once and only when needed
+        if not judges:
+            known = upstream_sources(Git(ws.upstream_repo), ws.upstream_tree)
+            judges.append(SourceJudge(known | set(config.package_indexes)))
+        return judges[0]
+
     findings: list[Finding] = []
     seen: set[tuple[str, int, str]] = set()
     for t in bundle:
@@ -174,6 +191,10 @@ def run_scan(ws: Workspace, scanners: Sequence[Scanner], config: ScanConfig, wor
         for scanner, f in raw.get(t.key, []):
             code = _code(lines, f)
             fp = fingerprint_of(f.rule, t.path, code)
+            rule, message = f.rule, f.message
+            if SourceJudge.applies(rule):  # new, known or variable package source
+                verdict = judge().judge(code, t.text)
+                rule, message = f"{rule}.{verdict.suffix}", verdict.message
             att = attribute(origins.get(t.path), f.line, f.end_line)
             inherited = False
             if config.scope is Scope.DIFF:
@@ -185,14 +206,15 @@ def run_scan(ws: Workspace, scanners: Sequence[Scanner], config: ScanConfig, wor
             if dedup in seen:  # two scanners, one concern on one line: keep the first scanner's
                 continue
             seen.add(dedup)
-            message = f.message
             if att.unexplained and not inherited:
                 message += " (on a line that no listed commit explains)"
             findings.append(Finding(
-                rule=f.rule, category=f.category, severity=f.severity, action=Action.REVIEW,
+                rule=rule, category=f.category, severity=f.severity, action=Action.REVIEW,
                 path=t.path, line=f.line, end_line=f.end_line,
                 commit=None if inherited else att.commit, message=message,
-                scanner=scanner.name, fingerprint=fp, inherited=inherited,
+                scanner=scanner.name,
+                fingerprint=fp if rule == f.rule else fingerprint_of(rule, t.path, code),
+                inherited=inherited,
                 snippet=_snippet(code), help=f.help,
             ))
 

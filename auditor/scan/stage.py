@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from auditor.errors import InputError
+from auditor.errors import InputError, SpecError
 from auditor.model import StageResult
 from auditor.policy import load_policy, load_waivers
 from auditor.scan.bandit import BanditScanner
@@ -22,7 +22,7 @@ from auditor.scan.engine import ScanConfig, run_scan
 from auditor.scan.interface import Scanner
 from auditor.scan.pycoding import CodingScanner
 from auditor.scan.semgrep import SemgrepScanner
-from auditor.spec import Spec
+from auditor.spec import ENGINES_DIR, Spec
 from auditor.stage import Context, Stage
 
 
@@ -37,6 +37,17 @@ def default_scanners(spec: Spec, *, jobs: int, rules_dir: Path | None = None) ->
         CodingScanner(),
         CMakeScanner(),
     ]
+
+
+def package_indexes(spec: Spec) -> tuple[str, ...]:
+    """The engine profile's known package sources (``[extra.scan] package_indexes``)."""
+    scan = spec.profile.extra.get("scan", {})
+    value = scan.get("package_indexes", []) if isinstance(scan, dict) else None
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        raise SpecError("expected a list of host names",
+                        file=str(ENGINES_DIR / f"{spec.profile.name}.toml"),
+                        key="extra.scan.package_indexes")
+    return tuple(value)
 
 
 class ScanStage(Stage):
@@ -61,6 +72,7 @@ class ScanStage(Stage):
             waivers=load_waivers(spec.scan.waivers),
             cache_dir=ctx.cache_dir,
             jobs=ctx.options.jobs,
+            package_indexes=package_indexes(spec),
         )
         scanners = default_scanners(spec, jobs=ctx.options.jobs, rules_dir=self.rules_dir)
         workdir = ctx.workdir / "scan"

@@ -24,9 +24,9 @@ from auditor.scan.cuda import cuda_to_cpp
 SEMGREP = shutil.which("semgrep", path=str(Path(sys.executable).parent)) or shutil.which("semgrep")
 needs_semgrep = pytest.mark.skipif(SEMGREP is None, reason="semgrep is not installed")
 
-# Categories no semgrep rule covers: other scanners or stages produce them.
-NOT_SEMGREP = {Category.BINARY_ARTIFACT, Category.DEPENDENCY, Category.POLICY, Category.SERVICE,
-               Category.PROVENANCE}
+# Categories no semgrep rule covers: other scanners or stages produce them. (Dependency findings
+# come from the deps stage and, for package sources and substitution in scripts, from semgrep.)
+NOT_SEMGREP = {Category.BINARY_ARTIFACT, Category.POLICY, Category.SERVICE, Category.PROVENANCE}
 LANGUAGE_TAGS = {"python", "c", "shell", "compose"}
 ANNOTATION_RE = re.compile(r"(?:#|//)\s*(ruleid|ok|todoruleid|todook):\s*([\w.,\s-]+?)\s*$")
 
