@@ -44,13 +44,16 @@ class SbomStage(Stage):
         # called before any stage runs, and only when this stage will run: the slow import of
         # jsonschema then overlaps the earlier stages (mostly waiting on git and semgrep)
         warm_jsonschema()
+        from auditor.sbom.intoto import configured_builder_id
+
+        configured_builder_id()  # a bad $AUDITOR_BUILDER_ID stops the audit before it starts
 
     def run(self, ctx: Context) -> StageResult:
         # imported here, not at the top: cyclonedx and jsonschema take seconds to import, and the
         # pipeline imports every stage module to read needs/wants even when [sbom] is left out
         warm_jsonschema()
         from auditor.sbom.cyclonedx_doc import SbomFacts, build_sbom
-        from auditor.sbom.intoto import ProvenanceFacts, build_provenance
+        from auditor.sbom.intoto import ProvenanceFacts, build_provenance, configured_builder_id
 
         ws = ctx.workspace
         if ws is None:
@@ -102,7 +105,8 @@ class SbomStage(Stage):
                 recipe_file=spec.build.recipe if spec.build else None,
                 upstream_ref=spec.upstream.ref, upstream_locator=upstream_loc,
                 patches_locator=_locator(spec, "patches", spec.patches.repo),
-                manifest_sha256=manifest, reproducible=reproducible, tool_version=__version__))
+                manifest_sha256=manifest, reproducible=reproducible, tool_version=__version__,
+                builder_id=configured_builder_id()))
         _write(ctx.out_dir / SBOM_FILE, sbom.text)
         if provenance is not None:
             _write(ctx.out_dir / PROVENANCE_FILE, provenance.text)
