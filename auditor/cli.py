@@ -14,7 +14,7 @@ from rich.console import Console
 
 from auditor.errors import EXIT_INCOMPLETE, EXIT_USAGE, AuditError
 from auditor.model import FailOn, Scope, StageResult, StageStatus, compute_verdict, exit_code_for
-from auditor.report.interface import ReportFormat
+from auditor.report.formats import ReportFormat
 from auditor.stage import Options
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,

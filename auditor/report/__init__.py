@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING
 
 from auditor.errors import InputError
 from auditor.model import AuditResult
-from auditor.report.interface import Formatter, ReportFormat, formatter_for
+from auditor.report.formats import ReportFormat, formatter_for
+from auditor.report.interface import Formatter
 
 if TYPE_CHECKING:
     from auditor.stage import Context

@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from auditor.cli import app
 from auditor.report.github import command, escape_property, step_summary
-from auditor.report.interface import ReportFormat
+from auditor.report.formats import ReportFormat
 
 
 @pytest.fixture()
