@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import re
 import sys
-import tempfile
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
@@ -22,6 +21,7 @@ from typing import Any
 from auditor import __version__
 from auditor.build.wheel import sha256_file
 from auditor.errors import InputError
+from auditor.fsutil import atomic_write_text
 from auditor.gitio import Git
 from auditor.model import STAGES, StageResult, StageStatus, Workspace, compute_verdict, status_for
 from auditor.provenance.treehash import manifest_digest
@@ -107,9 +107,9 @@ class SbomStage(Stage):
                 patches_locator=_locator(spec, "patches", spec.patches.repo),
                 manifest_sha256=manifest, reproducible=reproducible, tool_version=__version__,
                 builder_id=configured_builder_id()))
-        _write(ctx.out_dir / SBOM_FILE, sbom.text)
+        atomic_write_text(ctx.out_dir / SBOM_FILE, sbom.text)
         if provenance is not None:
-            _write(ctx.out_dir / PROVENANCE_FILE, provenance.text)
+            atomic_write_text(ctx.out_dir / PROVENANCE_FILE, provenance.text)
         ctx.progress(f"sbom: {sbom.commits} commits, {sbom.components} components"
                      + (", provenance for the built wheel" if provenance else ", no build"))
         details: dict[str, Any] = {
@@ -245,19 +245,6 @@ def verdict_notes(ctx: Context, ws: Workspace) -> str:
         f"{verdict.value}: {shown}.")
 
 
-def _write(path: Path, text: str) -> None:
-    """Write a file atomically (a sibling temporary file renamed into place)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def default_sbom_path(sbom_text: str) -> Path:
     """``sboms/<name>-<version>.cdx.json`` from the SBOM's own component."""
     import json
@@ -289,9 +276,9 @@ def export_sbom(result: StageResult, ctx: Context, output: Path | None) -> Path 
     stem = target.name.removesuffix(".json").removesuffix(".cdx")
     prov_target = target.with_name(f"{stem}.intoto.json")
     try:
-        _write(target, text)
+        atomic_write_text(target, text)
         if prov.is_file():
-            _write(prov_target, prov.read_text(encoding="utf-8"))
+            atomic_write_text(prov_target, prov.read_text(encoding="utf-8"))
     except OSError as exc:
         raise InputError(f"cannot write the SBOM to {target}: {exc.strerror or exc}") from None
     ctx.progress(f"SBOM written to {target}")
