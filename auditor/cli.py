@@ -1,4 +1,5 @@
-"""The command line: parse, call, render. No logic lives here."""
+"""The command line: parse, call, render. The audit's logic lives in the stage packages; what is
+here is glue: option handling, output paths, exit codes and the one place errors are caught."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from rich.console import Console
 
 from auditor.errors import EXIT_INCOMPLETE, EXIT_USAGE, AuditError, InputError
 from auditor.model import FailOn, Scope, StageResult, StageStatus, compute_verdict, exit_code_for
-from auditor.report.interface import ReportFormat
+from auditor.report.formats import ReportFormat
 from auditor.stage import Options
 from auditor.textsafe import dump_json
 
@@ -239,11 +240,8 @@ def gate(
     as_json: JsonOpt = False,
 ) -> None:
     """Decide an engine upgrade against the last approved audit."""
-    try:
-        from auditor.gate import run_gate
-    except ImportError:
-        err.print("[yellow]auditor gate is not built yet[/yellow]")
-        raise typer.Exit(EXIT_INCOMPLETE) from None
+    from auditor.gate import run_gate
+
     try:
         code = run_gate(_load(spec), baseline, out, _options(fail_on=fail_on), as_json)
     except AuditError as exc:

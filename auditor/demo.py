@@ -167,13 +167,9 @@ def prepare(root: Path) -> Path:
     commits = example["commits"]
     assert isinstance(commits, list)
     write_demo_reviews(root, root / "mirrors" / "community.git", [str(c) for c in commits])
-    recipe = None
-    try:
-        from auditor.build.demo import make_official_wheel_and_recipe
-    except ImportError:
-        make_official_wheel_and_recipe = None  # type: ignore[assignment]
-    if make_official_wheel_and_recipe is not None:
-        recipe = make_official_wheel_and_recipe(root, Path(str(example["work"])))
+    from auditor.build.demo import make_official_wheel_and_recipe
+
+    recipe = make_official_wheel_and_recipe(root, Path(str(example["work"])))
     return write_spec(root, example, recipe)
 
 

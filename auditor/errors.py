@@ -2,7 +2,8 @@
 
 Every error the tool raises on purpose derives from :class:`AuditError`; the CLI catches it in one
 place, prints :meth:`AuditError.diagnostics` and exits with :attr:`AuditError.exit_code`.
-Exit codes follow DESIGN.md: 1 policy says no, 2 usage or spec error, 3 could not check.
+Exit codes (the same for every command): 0 pass, 1 policy says no, 2 usage or spec error,
+3 could not check. :func:`auditor.model.exit_code_for` maps a verdict to them.
 """
 
 from __future__ import annotations
@@ -97,13 +98,3 @@ class ToolMissing(ToolError):
     """The tool is not installed on this machine."""
 
 
-class ProofError(AuditError):
-    """The bundle proof failed in a way that stops the audit (policy says no)."""
-
-    exit_code = EXIT_POLICY
-
-
-class NotBuiltError(AuditError):
-    """A command of the contract that this version does not implement yet: exit 3, no output."""
-
-    exit_code = EXIT_INCOMPLETE

@@ -1,71 +1,22 @@
-"""The one place that runs subprocesses: git, semgrep, bandit, nvcc, systemd-analyze.
+"""git: :class:`Git` wraps a repository with the plumbing commands the provenance code needs.
 
-:func:`run` raises :class:`~auditor.errors.ToolMissing` when the program is absent and
-:class:`~auditor.errors.ToolError` (carrying stderr) when it fails and ``check`` is set.
-:class:`Git` wraps a repository with the plumbing commands the provenance code needs.
+Every program (git included) runs through :func:`auditor.subproc.run`; ``run``, ``which`` and
+``Completed`` are re-exported here for the modules that import them from this one.
 """
 
 from __future__ import annotations
 
 import os
 import re
-import shutil
-import subprocess
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal, overload
 
-from auditor.errors import InputError, ToolError, ToolMissing
+from auditor.errors import InputError, ToolError
+from auditor.subproc import Completed, run, which
 
-
-@dataclass(frozen=True)
-class Completed:
-    args: tuple[str, ...]
-    returncode: int
-    stdout: str
-    stderr: str
-
-
-def which(program: str) -> str | None:
-    return shutil.which(program)
-
-
-def run(
-    args: Sequence[str | os.PathLike[str]],
-    *,
-    cwd: str | os.PathLike[str] | None = None,
-    env: Mapping[str, str] | None = None,
-    extra_env: Mapping[str, str] | None = None,
-    input: str | bytes | None = None,
-    timeout: float | None = None,
-    check: bool = True,
-    text: bool = True,
-) -> Completed:
-    """Run a program; ``env`` replaces the environment, ``extra_env`` adds to it."""
-    argv = [os.fspath(a) for a in args]
-    if which(argv[0]) is None and not os.path.isfile(argv[0]):
-        raise ToolMissing(f"{argv[0]} is not installed on this machine", cmd=argv)
-    full_env = dict(os.environ if env is None else env)
-    if extra_env:
-        full_env.update(extra_env)
-    try:
-        proc = subprocess.run(
-            argv, cwd=cwd, env=full_env, input=input, capture_output=True,
-            timeout=timeout, text=text, check=False,
-        )
-    except subprocess.TimeoutExpired as exc:
-        raise ToolError(f"{argv[0]} timed out after {timeout} s", cmd=argv) from exc
-    except OSError as exc:
-        raise ToolError(f"{argv[0]} could not be started: {exc}", cmd=argv) from exc
-    out = proc.stdout if text else proc.stdout
-    err = proc.stderr if text else proc.stderr.decode("utf-8", "replace")
-    result = Completed(tuple(argv), proc.returncode, out, err)
-    if check and proc.returncode != 0:
-        raise ToolError(
-            f"{' '.join(argv[:3])} failed with exit code {proc.returncode}",
-            cmd=argv, returncode=proc.returncode, stderr=err,
-        )
-    return result
+__all__ = ["Completed", "Git", "TreeEntry", "git_env", "run", "which"]
 
 
 # A fixed git environment: no user config, no pager, no prompts, stable dates and locale.
@@ -107,15 +58,32 @@ class Git:
         if not self.repo.exists():
             raise InputError(f"repository {self.repo} does not exist")
 
+    @overload
+    def run(self, *args: str, input: str | bytes | None = ..., check: bool = ...,
+            extra_env: Mapping[str, str] | None = ...,
+            text: Literal[True] = ...) -> Completed[str]: ...
+
+    @overload
+    def run(self, *args: str, input: str | bytes | None = ..., check: bool = ...,
+            extra_env: Mapping[str, str] | None = ...,
+            text: Literal[False]) -> Completed[bytes]: ...
+
+    @overload
+    def run(self, *args: str, input: str | bytes | None = ..., check: bool = ...,
+            extra_env: Mapping[str, str] | None = ...,
+            text: bool) -> Completed[str] | Completed[bytes]: ...
+
     def run(self, *args: str, input: str | bytes | None = None, check: bool = True,
-            extra_env: Mapping[str, str] | None = None, text: bool = True) -> Completed:
+            extra_env: Mapping[str, str] | None = None,
+            text: bool = True) -> Completed[str] | Completed[bytes]:
         return run(
             ["git", "-C", str(self.repo), "-c", "core.quotepath=off", *args],
             env=git_env(extra_env), input=input, check=check, text=text,
         )
 
-    def out(self, *args: str, **kw: object) -> str:
-        return self.run(*args, **kw).stdout.strip()  # type: ignore[arg-type]
+    def out(self, *args: str, input: str | bytes | None = None, check: bool = True,
+            extra_env: Mapping[str, str] | None = None) -> str:
+        return self.run(*args, input=input, check=check, extra_env=extra_env).stdout.strip()
 
     def rev_parse(self, rev: str) -> str | None:
         """The full sha a revision resolves to (peeled to a commit), or None if it does not."""
@@ -127,8 +95,7 @@ class Git:
         return self.out("rev-parse", "--verify", "--end-of-options", f"{rev}^{{tree}}")
 
     def cat_blob(self, sha: str) -> bytes:
-        res = self.run("cat-file", "blob", sha, text=False)
-        return res.stdout  # type: ignore[return-value]
+        return self.run("cat-file", "blob", sha, text=False).stdout
 
     def ls_tree(self, tree: str, *, sizes: bool = False) -> dict[str, TreeEntry]:
         """Every blob and gitlink of ``tree``, recursively, by posix path (``git ls-tree -r``).
@@ -138,7 +105,6 @@ class Git:
         """
         args = ["ls-tree", "-r", "-z", "--full-tree", *(["-l"] if sizes else []), tree]
         raw = self.run(*args, text=False).stdout
-        assert isinstance(raw, bytes)
         out: dict[str, TreeEntry] = {}
         for record in raw.split(b"\0"):
             if not record:
@@ -166,7 +132,6 @@ class Git:
                 raise ValueError(f"not an object name: {sha!r}")
         request = "".join(f"{sha}\n" for sha in unique).encode()
         data = self.run("cat-file", "--batch", input=request, text=False).stdout
-        assert isinstance(data, bytes)
         out: dict[str, bytes] = {}
         pos = 0
         for sha in unique:

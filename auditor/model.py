@@ -13,6 +13,8 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+from auditor.errors import EXIT_INCOMPLETE, EXIT_PASS, EXIT_POLICY
+
 AUDIT_SCHEMA = "auditor/audit/v1"
 
 
@@ -227,12 +229,12 @@ def compute_verdict(stages: Iterable[StageResult]) -> tuple[Verdict, tuple[str, 
 
 def exit_code_for(verdict: Verdict, fail_on: FailOn = FailOn.REVIEW) -> int:
     if verdict is Verdict.PASS:
-        return 0
+        return EXIT_PASS
     if verdict is Verdict.FAIL:
-        return 1
+        return EXIT_POLICY
     if verdict is Verdict.INCOMPLETE:
-        return 3
-    return 0 if fail_on is FailOn.BLOCK else 1
+        return EXIT_INCOMPLETE
+    return EXIT_PASS if fail_on is FailOn.BLOCK else EXIT_POLICY
 
 
 def status_for(findings: Sequence[Finding], not_checked: Sequence[str],

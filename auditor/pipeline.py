@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from auditor import __version__
-from auditor.errors import AuditError, InputError, NotBuiltError, ToolError
+from auditor.errors import AuditError, InputError, ToolError
 from auditor.model import (
     AUDIT_SCHEMA,
     STAGES,
@@ -80,8 +80,6 @@ def _run_stage(stage: Stage, ctx: Context) -> StageResult:
                            not_checked=(f"needs {', '.join(missing)}, which did not run",))
     try:
         return stage.run(ctx)
-    except NotBuiltError as exc:
-        return StageResult(stage.name, StageStatus.INCOMPLETE, not_checked=(exc.message,))
     except ToolError as exc:
         return StageResult(stage.name, StageStatus.INCOMPLETE, not_checked=(exc.diagnostics(),),
                            details={"error": exc.message})

@@ -45,7 +45,7 @@ class Sandbox(ABC):
 
     def run(self, argv: Sequence[str], *, cwd: Path, env: Mapping[str, str],
             writable: Sequence[Path] = (), readable: Sequence[Path] = (), umask: int = 0o022,
-            timeout: float | None = None) -> Completed:
+            timeout: float | None = None) -> Completed[str]:
         inner = ["/bin/sh", "-c", *_UMASK_SHIM, "sh", f"{umask:04o}", *argv]
         outer, outer_env = self.wrap(inner, cwd=cwd, env=env, writable=writable, readable=readable)
         return run(outer, cwd=cwd, env=outer_env, timeout=timeout, check=False)

@@ -13,20 +13,13 @@ from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 
 from auditor.gitio import Git
+from auditor.lines import split_lines
 from auditor.model import Workspace
 
 #: a line that is in upstream already (not the series' doing)
 UPSTREAM: None = None
 #: a line of the bundle that neither upstream nor any series commit has
 UNEXPLAINED = "unexplained"
-
-
-def split_lines(text: str) -> list[str]:
-    """Lines as git counts them: split on newline only (not form feeds or Unicode separators)."""
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    return [line.rstrip("\r") for line in lines]
 
 
 def _blame(git: Git, rng: str, path: str) -> tuple[list[str | None], list[str]] | None:
@@ -41,7 +34,7 @@ def _blame(git: Git, rng: str, path: str) -> tuple[list[str | None], list[str]] 
     raw = res.stdout if isinstance(res.stdout, bytes) else res.stdout.encode()
     for row in raw.split(b"\n"):
         if row.startswith(b"\t"):
-            lines.append(row[1:].decode("utf-8", "replace").rstrip("\r"))
+            lines.append(row[1:].decode("utf-8", "replace").removesuffix("\r"))
             origins.append(None if current in boundary else current)
         elif row == b"boundary":
             boundary.add(current)

@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING
 from auditor.errors import InputError
 from auditor.inputs import load_json_input
 from auditor.model import STAGES, AuditResult, Verdict, compute_verdict
-from auditor.report.interface import Formatter, ReportFormat, formatter_for
+from auditor.report.formats import ReportFormat, formatter_for
+from auditor.report.interface import Formatter
 from auditor.textsafe import redact_tree
 
 if TYPE_CHECKING:

@@ -1,4 +1,5 @@
-"""The jinja2 template, stylesheet and script of report.html (kept in Python: no package data).
+"""The jinja2 template, stylesheet and script of report.html (kept in Python, next to
+the code that fills them, rather than as package data).
 
 Only ``STYLE`` and ``SCRIPT`` (constants of this module) are inserted unescaped; every other value
 goes through autoescape, and untrusted text through the ``t`` filter (redact + control bytes).
@@ -20,6 +21,7 @@ table { border-collapse: collapse; width: 100%; margin: .4rem 0; }
 th, td { border: 1px solid var(--line); padding: .25rem .45rem; text-align: left;
   vertical-align: top; overflow-wrap: anywhere; }
 th { background: var(--soft); }
+td.word, th.word { white-space: nowrap; overflow-wrap: normal; }
 .muted { color: var(--muted); }
 .verdict { display: inline-block; padding: .15rem .6rem; border-radius: 4px; color: #fff;
   font-weight: 700; }
@@ -133,10 +135,10 @@ TEMPLATE = """<!DOCTYPE html>
 <section id="stages">
 <h2>Stages</h2>
 <table>
-<thead><tr><th>stage</th><th>status</th><th>summary</th></tr></thead>
+<thead><tr><th class="word">stage</th><th class="word">status</th><th>summary</th></tr></thead>
 <tbody>
 {% for s in v.stages %}
-<tr><td>{{ s.name }}</td><td class="st-{{ s.status.value }}">{{ s.status.value }}</td>
+<tr><td class="word">{{ s.name }}</td><td class="word st-{{ s.status.value }}">{{ s.status.value }}</td>
 <td>{{ s.summary|t }}{% if s.problems %}<ul>{% for p in s.problems %}<li>{{ p|t }}</li>{% endfor %}</ul>{% endif %}</td></tr>
 {% endfor %}
 </tbody>

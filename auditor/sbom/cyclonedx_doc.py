@@ -17,9 +17,9 @@ import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from functools import cache
+from typing import TYPE_CHECKING, Any
 
-import jsonschema
 from cyclonedx.model import (
     AttachedText,
     ExternalReference,
@@ -62,11 +62,22 @@ from auditor.sbom.diffs import CommitDiff
 from auditor.sbom.inputs import BuildInfo, DepsInfo, Module, sha256_or_none
 from auditor.textsafe import dump_json, redact
 
+if TYPE_CHECKING:
+    import jsonschema
+
 #: the serial of a reproducible SBOM is uuid5(SERIAL_NAMESPACE, sha256 of the content)
 SERIAL_NAMESPACE = uuid.UUID("6f0d5d2e-3a58-5b8e-9c3e-1f5a0a6b7c21")
 ARTIFACT_REF = "auditor:artifact"
 P = "auditor:"  # property namespace
-_FORMATS = jsonschema.FormatChecker()
+
+
+@cache
+def _formats() -> jsonschema.FormatChecker:
+    """jsonschema's format checker, imported on first use: the import takes ~1.5 s (its
+    ``rfc3987_syntax`` compiles an RFC 3987 grammar); the sbom stage warms it in the background."""
+    import jsonschema
+
+    return jsonschema.FormatChecker()
 
 
 @dataclass(frozen=True)
@@ -126,7 +137,7 @@ def safe_uri(text: str | None) -> XsUri | None:
             uri = XsUri(candidate)
         except Exception:  # noqa: BLE001 - the library raises its own InvalidUriException
             continue
-        if _FORMATS.conforms(str(uri), "iri-reference"):
+        if _formats().conforms(str(uri), "iri-reference"):
             return uri
     return None
 
@@ -179,7 +190,7 @@ def _official_component(f: SbomFacts) -> Component | None:
 
 def _person(when: str, name: str, email: str) -> IdentifiableAction:
     """Who and when; an address the schema would reject (git accepts anything) joins the name."""
-    if email and not _FORMATS.conforms(email, "idn-email"):
+    if email and not _formats().conforms(email, "idn-email"):
         name, email = f"{name} <{email}>".strip(), ""
     return IdentifiableAction(timestamp=_when(when), name=name or None, email=email or None)
 

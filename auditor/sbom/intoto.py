@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import re
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -21,17 +23,22 @@ from typing import Any
 
 from packaging.utils import canonicalize_name
 
-from auditor.errors import ToolError
+from auditor.errors import InputError, ToolError
 from auditor.model import Workspace
 from auditor.sbom.inputs import BuildInfo, sha256_or_none
 from auditor.textsafe import dump_json, redact
 
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
 PREDICATE_TYPE = "https://slsa.dev/provenance/v1"
-#: the format of auditor's build recipes (builds/*.toml) and of what they mean
-BUILD_TYPE = "https://auditor.dev/build/recipe/v1"
-#: the builder: auditor's network-less local build of the changed CUDA modules + wheel overlay
-BUILDER_ID = "https://auditor.dev/builder/local/v1"
+#: the format of auditor's build recipes (builds/*.toml) and of what they mean. SLSA asks for a
+#: TypeURI; the project owns no domain, so the name sits under ``.invalid`` (RFC 6761: reserved,
+#: never registered or resolved), which nobody can claim or serve (see sboms/README.md)
+BUILD_TYPE = "https://auditor.invalid/build/recipe/v1"
+#: the builder (auditor's network-less local build of the changed CUDA modules + wheel overlay)
+#: unless :data:`BUILDER_ID_ENV` names the team's own build platform
+BUILDER_ID = "https://auditor.invalid/builder/local/v1"
+BUILDER_ID_ENV = "AUDITOR_BUILDER_ID"
+_URI_RE = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:[^\s\x00-\x1f\x7f]+$")
 INVOCATION_NAMESPACE = uuid.UUID("0b8f7f44-58a4-5bd8-a1c2-4d2a39b5e7f0")
 
 _DIGEST = {"type": "object", "minProperties": 1,
@@ -112,6 +119,20 @@ class ProvenanceFacts:
     manifest_sha256: str
     reproducible: bool
     tool_version: str
+    builder_id: str = BUILDER_ID
+
+
+def configured_builder_id(environ: Mapping[str, str] | None = None) -> str:
+    """``$AUDITOR_BUILDER_ID`` when set (an absolute URI: SLSA's TypeURI), else :data:`BUILDER_ID`;
+    anything else is an InputError naming the variable (exit 2)."""
+    value = (os.environ if environ is None else environ).get(BUILDER_ID_ENV, "")
+    if not value:
+        return BUILDER_ID
+    if not _URI_RE.match(value):
+        raise InputError(f"${BUILDER_ID_ENV} is not an absolute URI: {value!r}",
+                         hint="e.g. https://ci.example.org/auditor-builder/v1 (a URI your "
+                              "team controls, naming the platform that ran the build)")
+    return value
 
 
 @dataclass(frozen=True)
@@ -230,7 +251,7 @@ def build_provenance(f: ProvenanceFacts) -> ProvenanceDocument:
             "buildDefinition": {"buildType": BUILD_TYPE, "externalParameters": external,
                                 "internalParameters": internal,
                                 "resolvedDependencies": resolved},
-            "runDetails": {"builder": {"id": BUILDER_ID,
+            "runDetails": {"builder": {"id": f.builder_id,
                                        "version": {"auditor": f.tool_version}},
                            "metadata": {}},
         },

@@ -11,15 +11,17 @@ from __future__ import annotations
 import os
 import re
 import sys
-import tempfile
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
+from functools import cache
 from pathlib import Path
 from typing import Any
 
 from auditor import __version__
 from auditor.build.wheel import sha256_file
 from auditor.errors import InputError
+from auditor.fsutil import atomic_write_text
 from auditor.gitio import Git
 from auditor.model import STAGES, StageResult, StageStatus, Workspace, compute_verdict, status_for
 from auditor.provenance.treehash import manifest_digest
@@ -38,11 +40,20 @@ class SbomStage(Stage):
     needs = ("verify",)
     wants = ("deps", "build")
 
+    def check_inputs(self, spec: Spec) -> None:
+        # called before any stage runs, and only when this stage will run: the slow import of
+        # jsonschema then overlaps the earlier stages (mostly waiting on git and semgrep)
+        warm_jsonschema()
+        from auditor.sbom.intoto import configured_builder_id
+
+        configured_builder_id()  # a bad $AUDITOR_BUILDER_ID stops the audit before it starts
+
     def run(self, ctx: Context) -> StageResult:
-        # imported here, not at the top: jsonschema (via cyclonedx) takes ~1.5 s to import, and the
+        # imported here, not at the top: cyclonedx and jsonschema take seconds to import, and the
         # pipeline imports every stage module to read needs/wants even when [sbom] is left out
+        warm_jsonschema()
         from auditor.sbom.cyclonedx_doc import SbomFacts, build_sbom
-        from auditor.sbom.intoto import ProvenanceFacts, build_provenance
+        from auditor.sbom.intoto import ProvenanceFacts, build_provenance, configured_builder_id
 
         ws = ctx.workspace
         if ws is None:
@@ -94,10 +105,11 @@ class SbomStage(Stage):
                 recipe_file=spec.build.recipe if spec.build else None,
                 upstream_ref=spec.upstream.ref, upstream_locator=upstream_loc,
                 patches_locator=_locator(spec, "patches", spec.patches.repo),
-                manifest_sha256=manifest, reproducible=reproducible, tool_version=__version__))
-        _write(ctx.out_dir / SBOM_FILE, sbom.text)
+                manifest_sha256=manifest, reproducible=reproducible, tool_version=__version__,
+                builder_id=configured_builder_id()))
+        atomic_write_text(ctx.out_dir / SBOM_FILE, sbom.text)
         if provenance is not None:
-            _write(ctx.out_dir / PROVENANCE_FILE, provenance.text)
+            atomic_write_text(ctx.out_dir / PROVENANCE_FILE, provenance.text)
         ctx.progress(f"sbom: {sbom.commits} commits, {sbom.components} components"
                      + (", provenance for the built wheel" if provenance else ", no build"))
         details: dict[str, Any] = {
@@ -109,6 +121,18 @@ class SbomStage(Stage):
         }
         return StageResult(self.name, status_for((), not_checked, ()), details=details,
                            not_checked=tuple(not_checked))
+
+
+@cache
+def warm_jsonschema() -> None:
+    """Import jsonschema (~1.5 s: its ``rfc3987_syntax`` compiles an RFC 3987 grammar) in a
+    background thread, once per process; whoever needs it first waits on Python's import lock
+    for the rest of the import, so nothing is ever used half-loaded."""
+
+    def load() -> None:
+        import jsonschema  # noqa: F401
+
+    threading.Thread(target=load, name="auditor-warm-jsonschema", daemon=True).start()
 
 
 # ---------------------------------------------------------------- what the inputs lack
@@ -221,19 +245,6 @@ def verdict_notes(ctx: Context, ws: Workspace) -> str:
         f"{verdict.value}: {shown}.")
 
 
-def _write(path: Path, text: str) -> None:
-    """Write a file atomically (a sibling temporary file renamed into place)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def default_sbom_path(sbom_text: str) -> Path:
     """``sboms/<name>-<version>.cdx.json`` from the SBOM's own component."""
     import json
@@ -265,9 +276,9 @@ def export_sbom(result: StageResult, ctx: Context, output: Path | None) -> Path 
     stem = target.name.removesuffix(".json").removesuffix(".cdx")
     prov_target = target.with_name(f"{stem}.intoto.json")
     try:
-        _write(target, text)
+        atomic_write_text(target, text)
         if prov.is_file():
-            _write(prov_target, prov.read_text(encoding="utf-8"))
+            atomic_write_text(prov_target, prov.read_text(encoding="utf-8"))
     except OSError as exc:
         raise InputError(f"cannot write the SBOM to {target}: {exc.strerror or exc}") from None
     ctx.progress(f"SBOM written to {target}")

@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from auditor.fsutil import atomic_write_text
 from auditor.scan.interface import FileError, RawFinding
 
 CACHE_SCHEMA = "auditor/scan-cache/v2"  # v2: partial-parse line ranges
@@ -68,14 +67,6 @@ class ResultCache:
             data["error_lines"] = [list(r) for r in entry.error.lines]
         target = self._file(key)
         try:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=target.parent)
-            try:
-                with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                    json.dump(data, fh, separators=(",", ":"))
-                os.replace(tmp, target)
-            except BaseException:
-                Path(tmp).unlink(missing_ok=True)
-                raise
+            atomic_write_text(target, json.dumps(data, separators=(",", ":")), mode=0o600)
         except OSError:
             pass

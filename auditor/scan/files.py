@@ -13,6 +13,8 @@ import hashlib
 import posixpath
 from dataclasses import dataclass
 
+from auditor.lines import split_lines as split_lines  # re-exported: scan/engine.py imports it
+
 BINARY_SUFFIXES = frozenset({
     ".so", ".a", ".o", ".obj", ".lib", ".dll", ".dylib", ".exe", ".pyc", ".pyo", ".pyd",
     ".whl", ".egg", ".zip", ".gz", ".tgz", ".xz", ".bz2", ".zst", ".7z", ".tar", ".jar",
@@ -132,12 +134,3 @@ def classify(path: str, data: bytes) -> ReadResult:
         return ReadResult(path, sha, error=f"not valid UTF-8 text ({exc.reason} at byte "
                                            f"{exc.start})")
     return ReadResult(path, sha, text=text, family=family_of(path, text[:256]))
-
-
-def split_lines(text: str) -> list[str]:
-    """Lines as git and the scanners count them: split on newline only (not form feed or
-    Unicode separators, which :meth:`str.splitlines` also breaks on)."""
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    return [ln[:-1] if ln.endswith("\r") else ln for ln in lines]

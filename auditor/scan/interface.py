@@ -49,7 +49,7 @@ class ScanTarget:
 
     @property
     def lines(self) -> list[str]:
-        from auditor.scan.files import split_lines
+        from auditor.lines import split_lines
 
         return split_lines(self.text)
 

@@ -169,10 +169,11 @@ def combined_rules_json(rules_dir: Path = RULES_DIR) -> str | None:
 
     Semgrep reads a folder of YAML rule files with a pure-Python YAML 1.2 parser, which costs
     ~2 s of CPU per run on this rule set; the same rules as one JSON file load in a fraction of
-    that. The JSON is written only when it provably holds the data semgrep would read: the YAML 1.2
-    reading (ruamel, as semgrep uses) and the YAML 1.1 reading (PyYAML) agree, nothing is null
-    (semgrep refuses nulls) and everything is plain JSON data (no timestamps, tags or binary).
-    Otherwise the caller passes the folder, as before.
+    that. PyYAML reads YAML 1.1, so the JSON is written only when it provably holds the data
+    semgrep would read: every plain scalar means the same in YAML 1.1 and in 1.2's core schema
+    (``yes``, ``0777``, ``1e5``, ``1_000``, ``<<`` and dates differ), no mapping repeats a key
+    (1.2 refuses it), nothing is null (semgrep refuses nulls) and everything is plain JSON data
+    (no timestamps, tags or binary). Otherwise the caller passes the folder, as before.
     """
     return _combined_cached(rules_dir.resolve(), ruleset_hash(rules_dir))
 
@@ -181,25 +182,66 @@ def combined_rules_json(rules_dir: Path = RULES_DIR) -> str | None:
 def _combined_cached(rules_dir: Path, _hash: str) -> str | None:
     import json
 
-    try:
-        from ruamel.yaml import YAML
-    except ImportError:
-        return None
-    yaml12 = YAML(typ="safe", pure=True)  # YAML 1.2, as semgrep's own (round-trip) loader
     rules: list[Any] = []
     try:
         for path in rule_files(rules_dir):
-            text = path.read_text(encoding="utf-8")
-            doc = yaml12.load(text)
-            if doc != yaml.load(text, Loader=_SafeLoader):  # noqa: S506 - a safe loader
-                return None
+            loader = _SafeLoader(path.read_text(encoding="utf-8"))
+            try:
+                node = loader.get_single_node()
+                if node is None or not _same_in_yaml12(node):
+                    return None
+                doc = loader.construct_document(node)
+            finally:
+                loader.dispose()
             if not isinstance(doc, dict) or set(doc) != {"rules"} or not isinstance(
                     doc["rules"], list) or not _plain(doc):
                 return None
             rules.extend(doc["rules"])
         return json.dumps({"rules": rules}, ensure_ascii=False, allow_nan=False)
-    except Exception:  # noqa: BLE001 - any doubt (duplicate keys, odd types): use the folder
+    except Exception:  # noqa: BLE001 - any doubt (a YAML error, odd types): use the folder
         return None
+
+
+_STR = "tag:yaml.org,2002:str"
+# YAML 1.2 core schema (what semgrep's parser resolves plain scalars to), by tag
+_CORE_12 = (
+    ("tag:yaml.org,2002:null", re.compile(r"^(?:~|null|Null|NULL|)$")),
+    ("tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$")),
+    ("tag:yaml.org,2002:int", re.compile(r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$")),
+    ("tag:yaml.org,2002:float", re.compile(
+        r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
+        r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$")),
+)
+# numbers both versions read to the same value (no leading zeros, underscores or sexagesimal)
+_SAME_NUMBER = re.compile(r"^[-+]?(?:0|[1-9][0-9]*)(?:\.[0-9]+(?:[eE][-+][0-9]+)?)?$")
+
+
+def _tag_12(value: str) -> str:
+    return next((tag for tag, pattern in _CORE_12 if pattern.match(value)), _STR)
+
+
+def _same_in_yaml12(node: yaml.Node) -> bool:
+    """Whether YAML 1.2 reads ``node`` as PyYAML (YAML 1.1) did: see :func:`combined_rules_json`."""
+    seen: set[int] = set()
+    todo = [node]
+    while todo:
+        n = todo.pop()
+        if id(n) in seen:  # an alias: checked once
+            continue
+        seen.add(id(n))
+        if isinstance(n, yaml.ScalarNode):
+            if not n.style and (_tag_12(n.value) != n.tag or (  # plain: None, or "" from libyaml
+                    n.tag in ("tag:yaml.org,2002:int", "tag:yaml.org,2002:float")
+                    and not _SAME_NUMBER.match(n.value))):
+                return False
+        elif isinstance(n, yaml.MappingNode):
+            keys = [(k.tag, k.value) for k, _ in n.value if isinstance(k, yaml.ScalarNode)]
+            if len(keys) != len(n.value) or len(set(keys)) != len(keys):
+                return False  # a repeated (or non-scalar) key: YAML 1.2 refuses, PyYAML keeps one
+            todo += [part for pair in n.value for part in pair]
+        elif isinstance(n, yaml.SequenceNode):
+            todo += n.value
+    return True
 
 
 def _plain(value: Any) -> bool:

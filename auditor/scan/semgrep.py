@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import posixpath
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -41,12 +41,10 @@ _SEVERITY = {"ERROR": Severity.HIGH, "WARNING": Severity.MEDIUM, "INFO": Severit
 _ARGV_BUDGET = 512 * 1024  # beyond this many bytes of target names, pass the staging roots
 
 
-def _cuda_shim() -> tuple[Any, str]:
+def _cuda_shim() -> tuple[Callable[[str], str], str]:
     """The CUDA -> C++ shim and a digest of its source (part of the cache key)."""
-    try:
-        from auditor.scan import cuda
-    except ImportError:
-        return None, "absent"
+    from auditor.scan import cuda
+
     src = Path(cuda.__file__).read_bytes()
     return cuda.cuda_to_cpp, hashlib.sha256(src).hexdigest()[:16]
 
@@ -111,15 +109,7 @@ class SemgrepScanner(ExternalTool, Scanner):
     def scan(self, files: Sequence[ScanTarget], workdir: Path) -> ScannerRun:
         if not files:
             return ScannerRun(findings={}, errors={})
-        cuda_files = [t for t in files if t.family == "cuda"]
         errors: dict[str, FileError] = {}
-        if cuda_files and self._shim is None:
-            # lasting: the shim's presence is part of these files' cache key
-            errors.update({t.key: FileError("no CUDA-to-C++ shim (auditor.scan.cuda) to parse "
-                                            "it with", lasting=True) for t in cuda_files})
-            files = [t for t in files if t.family != "cuda"]
-            if not files:
-                return ScannerRun(findings={}, errors=errors)
         root = workdir / "semgrep"
         staged = stage(files, root / "t", self._transform)
         targets = sorted(staged)

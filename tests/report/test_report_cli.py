@@ -10,8 +10,8 @@ from reportcases import rich_audit
 from typer.testing import CliRunner
 
 from auditor.cli import app
+from auditor.report.formats import ReportFormat
 from auditor.report.github import command, escape_property, step_summary
-from auditor.report.interface import ReportFormat
 
 
 @pytest.fixture()

@@ -129,3 +129,13 @@ console.log(JSON.stringify(out));
     assert res.returncode == 0, res.stderr
     assert json.loads(res.stdout) == [False, "3", "2", [False, True, False],
                                       "1", [True, True, False]]
+
+
+def test_report_html_stage_names_never_break_mid_word() -> None:
+    """Table cells wrap anywhere (long paths); the stage and status cells must not ("ver-ify")."""
+    rows = re.findall(r'<tr><td class="([^"]*)">(\w+)</td><td class="([^"]*)">', HTML)
+    assert {name for _, name, _ in rows} >= {"verify", "scan", "sbom"}
+    for name_cls, _, status_cls in rows:
+        assert "word" in name_cls.split() and "word" in status_cls.split()
+    rule = re.search(r"td\.word[^{]*\{([^}]*)\}", HTML)
+    assert rule and "white-space: nowrap" in rule.group(1)

@@ -18,7 +18,8 @@ from auditor.model import (
     exit_code_for,
 )
 from auditor.report import AUDIT_FORMATS, write_reports
-from auditor.report.interface import Formatter, ReportFormat, formatter_for
+from auditor.report.formats import ReportFormat, formatter_for
+from auditor.report.interface import Formatter
 
 OK = StageResult("verify", StageStatus.OK, {"ok": True})
 

@@ -4,18 +4,22 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 
 import jsonschema
 import pytest
 from sbom_case import context, new_case
 
-from auditor.errors import ToolError
+from auditor.errors import InputError, ToolError
 from auditor.provenance.treehash import manifest_digest
 from auditor.sbom.intoto import (
     BUILD_TYPE,
+    BUILDER_ID,
+    BUILDER_ID_ENV,
     PREDICATE_TYPE,
     STATEMENT_SCHEMA,
     STATEMENT_TYPE,
+    configured_builder_id,
     validate_statement,
 )
 from auditor.sbom.stage import SbomStage
@@ -94,3 +98,39 @@ def test_malformed_statements_are_refused(run):
     bad["predicate"]["buildDefinition"]["resolvedDependencies"].append({"name": "nothing"})
     with pytest.raises(ToolError):
         validate_statement(bad)
+
+
+# ---------------------------------------------------------------- who built it
+
+
+def test_default_builder_and_build_type_claim_no_domain(run):
+    """Under .invalid (RFC 6761): a name nobody can register, so the default claims no one's."""
+    if BUILDER_ID_ENV in os.environ:
+        pytest.skip(f"${BUILDER_ID_ENV} is set in this environment")
+    assert run["doc"]["predicate"]["runDetails"]["builder"]["id"] == BUILDER_ID
+    for uri in (BUILDER_ID, BUILD_TYPE):
+        assert uri.startswith("https://auditor.invalid/"), uri
+
+
+def test_builder_id_from_the_environment(tmp_path, monkeypatch):
+    monkeypatch.setenv(BUILDER_ID_ENV, "https://ci.example.org/builders/gpu-runner/v1")
+    case = new_case(tmp_path)
+    ctx = context(tmp_path, case, reproducible=True)
+    SbomStage().check_inputs(ctx.spec)
+    SbomStage().run(ctx)
+    doc = json.loads((ctx.out_dir / "provenance.intoto.json").read_text())
+    assert doc["predicate"]["runDetails"]["builder"]["id"] == \
+        "https://ci.example.org/builders/gpu-runner/v1"
+    assert doc["predicate"]["buildDefinition"]["buildType"] == BUILD_TYPE
+
+
+@pytest.mark.parametrize("value", ["not a uri", "relative/path", "https://x/\x1b[31mred",
+                                   "://nothing"])
+def test_a_bad_builder_id_is_an_input_error(value):
+    with pytest.raises(InputError, match=BUILDER_ID_ENV) as info:
+        configured_builder_id({BUILDER_ID_ENV: value})
+    assert info.value.exit_code == 2
+
+
+def test_an_unset_builder_id_is_the_default():
+    assert configured_builder_id({}) == BUILDER_ID

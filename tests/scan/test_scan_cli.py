@@ -22,14 +22,6 @@ NET_CU = ("#include <sys/socket.h>\n__global__ void k(float* x) { x[0] = 1.0f; }
           "void r(int fd, const struct sockaddr* a, unsigned l) {\n  connect(fd, a, l);\n}\n")
 
 
-def _has_cuda_shim() -> bool:
-    try:
-        import auditor.scan.cuda  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
 def _scan(spec: Path, cache: Path, *args: str) -> tuple[int, dict[str, Any]]:
     env = {**os.environ, "AUDITOR_CACHE": str(cache), "SEMGREP_ENABLE_VERSION_CHECK": "0"}
     res = subprocess.run([sys.executable, "-m", "auditor", "scan", str(spec), "--json", *args],
@@ -71,7 +63,6 @@ def test_cli_scan_finds_and_attributes_with_project_rules(cli: dict[str, Any]):
     assert sarif["runs"][0]["results"]
 
 
-@pytest.mark.skipif(not _has_cuda_shim(), reason="auditor.scan.cuda (the CUDA shim) is not there yet")
 def test_cli_scan_finds_cuda_network_call(cli: dict[str, Any]):
     _code, out = cli["first"]
     assert out["status"] == "ok", out["not_checked"]

@@ -132,14 +132,6 @@ def _at(result: StageResult, path: str, category: Category) -> list[Finding]:
     return [f for f in result.findings if f.path == path and f.category is category]
 
 
-def _cuda_shim() -> bool:
-    try:
-        import auditor.scan.cuda  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
 def test_each_category_found_and_attributed_to_its_commit(case: Case, diff_result: StageResult):
     c = case.commits
     expect = [
@@ -198,7 +190,6 @@ def test_binaries_are_left_to_verify(diff_result: StageResult):
     assert not any("logo.png" in n for n in diff_result.not_checked)
 
 
-@pytest.mark.skipif(not _cuda_shim(), reason="auditor.scan.cuda (the CUDA shim) is not there yet")
 def test_cuda_network_call_found_at_its_line(case: Case, diff_result: StageResult):
     (f,) = _at(diff_result, "csrc/net.cu", Category.NETWORK)
     assert (f.line, f.commit) == (8, case.commits["cuda"])

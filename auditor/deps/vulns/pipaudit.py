@@ -3,8 +3,9 @@
 pip-audit runs on a generated requirements file of the exactly pinned packages with ``--no-deps
 --disable-pip`` (nothing is resolved, downloaded or installed: exactly the pinned set is asked
 about), ``--strict`` and ``-s osv`` (its default ``pypi`` service checks nothing on this kind of
-machine; see TOOLS.md), ``--osv-url`` when ``[deps] osv_url`` is set. A package it skipped, or a
-run that failed, is not checked — never clean.
+machine: where PyPI's per-version JSON API is not served, it calls every package "not found on
+PyPI", reports no known vulnerabilities and exits 0), ``--osv-url`` when ``[deps] osv_url`` is
+set. A package it skipped, or a run that failed, is not checked — never clean.
 
 With ``[deps] lock`` given as a hash-pinned requirements file (every entry hashed, each name once),
 pip-audit reads that file itself (``-r LOCK --require-hashes --disable-pip``): what it audits is
