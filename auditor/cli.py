@@ -10,12 +10,11 @@ from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
 import typer
-from rich.console import Console
 
 from auditor.errors import EXIT_INCOMPLETE, EXIT_USAGE, AuditError, InputError
 from auditor.model import FailOn, Scope, StageResult, StageStatus, compute_verdict, exit_code_for
 from auditor.report.formats import ReportFormat
-from auditor.stage import Options
+from auditor.stage import Options, stderr_console
 from auditor.textsafe import dump_json
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
@@ -23,7 +22,7 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_
 unit_app = typer.Typer(no_args_is_help=True, help="Render a hardened systemd unit, or lint one.")
 app.add_typer(unit_app, name="unit")
 
-err = Console(stderr=True, highlight=False, emoji=False)
+err = stderr_console()
 _state: dict[str, Any] = {"verbose": False}
 
 SpecArg = Annotated[Path, typer.Argument(help="the audit spec (audit.toml)")]

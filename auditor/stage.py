@@ -34,14 +34,21 @@ class Options:
     verbose: bool = False
 
 
+def stderr_console() -> Console:
+    """The console for progress and summaries (stderr). Without a terminal (a CI log) lines are not
+    wrapped at an assumed width, so paths and finding lines stay whole and searchable."""
+    import sys
+
+    return Console(stderr=True, highlight=False, emoji=False, soft_wrap=not sys.stderr.isatty())
+
+
 @dataclass
 class Context:
     spec: Spec
     options: Options
     workdir: Path  # private temporary folder for this run, removed at the end
     out_dir: Path  # the audit directory being written (a temporary folder until the end)
-    console: Console = field(default_factory=lambda: Console(stderr=True, highlight=False,
-                                                             emoji=False))
+    console: Console = field(default_factory=lambda: stderr_console())
     results: dict[str, StageResult] = field(default_factory=dict)
     artifacts: dict[str, Any] = field(default_factory=dict)
 

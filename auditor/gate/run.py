@@ -17,7 +17,7 @@ from auditor.gate.render import gate_json, gate_markdown, print_gate
 from auditor.gate.result import GateResult, decide
 from auditor.model import exit_code_for
 from auditor.spec import Spec
-from auditor.stage import Options
+from auditor.stage import Options, stderr_console
 
 
 def write_gate(g: GateResult, out: Path) -> None:
@@ -32,7 +32,7 @@ def run_gate(spec: Spec, baseline: Path, out: Path, options: Options, as_json: b
              console: Console | None = None) -> int:
     from auditor.pipeline import audit as run_audit
 
-    console = console or Console(stderr=True, highlight=False, emoji=False)
+    console = console or stderr_console()
     old = load_baseline(baseline)
     check_fits(old, spec, baseline)
     new = run_audit(spec, options, out, inputs=[baseline])

@@ -42,3 +42,12 @@ def test_report_console_stage() -> None:
     assert "not checked: osv snapshot missing" in text
     text = render(print_stage, rich_audit().stages["scan"])
     assert text.count("\n") == 1 + len(rich_audit().stages["scan"].findings)
+
+
+def test_no_hard_wrapping_without_a_terminal(capsys) -> None:  # type: ignore[no-untyped-def]
+    """In a CI log (stderr is not a terminal) a long finding line stays one line."""
+    from auditor.stage import stderr_console
+
+    line = "block  dependency " + "docker/" * 30 + "Dockerfile:380 (931f693a35) Adds the package source"
+    stderr_console().print(line)
+    assert capsys.readouterr().err == line + "\n"
