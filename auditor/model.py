@@ -105,8 +105,10 @@ class Finding:
     end_line: int | None = None
     waiver: str | None = None  # reason of the waiver that applies, when waived
     help: str = ""
+    also: tuple[str, ...] = ()  # rule ids of other findings of this concern on this line, merged
 
     def to_json(self) -> dict[str, Any]:
+        extra: dict[str, Any] = {"also": list(self.also)} if self.also else {}
         return {
             "rule": self.rule,
             "category": self.category.value,
@@ -124,7 +126,7 @@ class Finding:
             "waiver": self.waiver,
             "snippet": self.snippet,
             "help": self.help,
-        }
+        } | extra
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Finding:
@@ -149,6 +151,7 @@ class Finding:
             end_line=data.get("end_line"),
             waiver=data.get("waiver"),
             help=str(data.get("help", "")),
+            also=tuple(str(r) for r in _typed(data.get("also", []), list, "finding also")),
         )
 
     @property

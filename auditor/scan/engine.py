@@ -46,6 +46,7 @@ from auditor.scan.interface import (
     ScanTarget,
     all_failed,
 )
+from auditor.scan.merge import merge_same_concern
 from auditor.scan.scope import attribute, changed_paths, read_blobs, upstream_blobs
 from auditor.scan.sources import SourceJudge, upstream_sources
 from auditor.textsafe import redact
@@ -148,7 +149,7 @@ def run_scan(ws: Workspace, scanners: Sequence[Scanner], config: ScanConfig, wor
             for key, found in run.findings.items():
                 t = by_key[key]
                 mapped = [_to_source(t, f) for f in found]
-                # on one line, the most severe first: the per-line dedup below keeps it
+                # on one line, the most severe first (merge_same_concern later keeps the weightiest)
                 ordered = sorted(mapped, key=lambda f: (f.line, _SEVERITY_RANK[f.severity],
                                                         f.end_line, f.rule, f.message))
                 raw.setdefault(owner[key].key, []).extend((s, f) for f in ordered)
@@ -185,7 +186,6 @@ def run_scan(ws: Workspace, scanners: Sequence[Scanner], config: ScanConfig, wor
         return judges[0]
 
     findings: list[Finding] = []
-    seen: set[tuple[str, int, str]] = set()
     for t in bundle:
         lines = t.lines
         for scanner, f in raw.get(t.key, []):
@@ -202,10 +202,6 @@ def run_scan(ws: Workspace, scanners: Sequence[Scanner], config: ScanConfig, wor
                     continue
             else:
                 inherited = t.path not in changed or fp in upstream_prints.get(t.path, set())
-            dedup = (t.path, f.line, f.category.value)
-            if dedup in seen:  # two scanners, one concern on one line: keep the first scanner's
-                continue
-            seen.add(dedup)
             if att.unexplained and not inherited:
                 message += " (on a line that no listed commit explains)"
             findings.append(Finding(
@@ -220,6 +216,7 @@ def run_scan(ws: Workspace, scanners: Sequence[Scanner], config: ScanConfig, wor
 
     findings = config.policy.apply(findings)
     findings = apply_waivers(findings, config.waivers, today=config.today)
+    findings = merge_same_concern(findings)  # after policy and waivers: each rule judged alone
     findings.sort(key=lambda f: (f.path, f.line, f.rule, f.fingerprint))
     nc_lines = tuple(f"{p}: {'; '.join(dict.fromkeys(rs))}" for p, rs in sorted(not_checked.items()))
     checked = sorted(t.path for t in bundle if t.path not in not_checked)

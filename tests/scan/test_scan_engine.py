@@ -217,11 +217,22 @@ def test_waiver_and_expired_waiver(case: Case, diff_result: StageResult, tmp_pat
     (net,) = _at(diff_result, "engine/metrics.py", Category.NETWORK)
     (obf,) = _at(diff_result, "engine/loader.py", Category.OBFUSCATION)
     future = dt.date.today() + dt.timedelta(days=30)
+    # two rules (semgrep's and bandit's) flag that network line: a waiver for one of them must not
+    # hide the other (waivers apply to each finding before findings of one line merge)
+    assert net.also, "expected a second rule on the network line"
+    one = tmp_path / "one-waiver.toml"
+    one.write_text(
+        f'[[waiver]]\nrule = "{net.rule}"\npath = "{net.path}"\nfingerprint = "{net.fingerprint}"\n'
+        f'reason = "our own collector"\nowner = "ops@example.org"\nexpires = {future}\n')
+    (still,) = _at(case.run("waived-one", waivers=one), "engine/metrics.py", Category.NETWORK)
+    assert not still.waived and still.rule in net.also and net.rule in still.also
     waivers = tmp_path / "waivers.toml"
     waivers.write_text(
-        f'[[waiver]]\nrule = "{net.rule}"\npath = "{net.path}"\nfingerprint = "{net.fingerprint}"\n'
-        f'reason = "our own collector"\nowner = "ops@example.org"\nexpires = {future}\n\n'
-        f'[[waiver]]\nrule = "{obf.rule}"\npath = "{obf.path}"\nfingerprint = "*"\n'
+        one.read_text() + "".join(
+            f'\n[[waiver]]\nrule = "{rule}"\npath = "{net.path}"\nfingerprint = "*"\n'
+            f'reason = "our own collector"\nowner = "ops@example.org"\nexpires = {future}\n'
+            for rule in net.also) +
+        f'\n[[waiver]]\nrule = "{obf.rule}"\npath = "{obf.path}"\nfingerprint = "*"\n'
         f'reason = "was fine once"\nowner = "ops@example.org"\nexpires = 2020-01-01\n')
     result = case.run("waived", waivers=waivers)
     assert result.details["cache"]["misses"] == 0
