@@ -19,7 +19,7 @@ from auditor.errors import AuditError  # noqa: E402
 from auditor.gate.baseline import load_baseline  # noqa: E402
 from auditor.gate.result import decide  # noqa: E402
 from auditor.report import render_saved  # noqa: E402
-from auditor.report.interface import ReportFormat  # noqa: E402
+from auditor.report.formats import ReportFormat  # noqa: E402
 
 SEEDS = [rich_audit().to_json(), hostile_audit().to_json()]
 
