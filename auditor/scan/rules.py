@@ -50,6 +50,9 @@ class RuleMeta:
     help: str
     languages: tuple[str, ...]
     file: str  # the rule file, relative to the rules folder
+    # metadata.prefilter: what a file must contain for the rule to match at all (see
+    # auditor.scan.prefilter); empty: every file of its languages
+    prefilter: tuple[tuple[str, ...], ...] = ()
 
 
 def rule_files(rules_dir: Path = RULES_DIR) -> tuple[Path, ...]:
@@ -143,9 +146,18 @@ def _parse_rule(raw: Any, path: Path, rel: str, n: int) -> RuleMeta:
     if (not isinstance(languages, list) or not languages
             or not all(isinstance(lang, str) and lang for lang in languages)):
         raise bad("the rule has no languages list", rule_id)
+    prefilter: tuple[tuple[str, ...], ...] = ()
+    if "prefilter" in meta:
+        from auditor.scan.prefilter import parse_groups
+
+        groups = parse_groups(meta["prefilter"])
+        if groups is None:
+            raise bad("metadata.prefilter must be a list of non-empty lists of identifiers "
+                      "(a+b for several) or punctuation", rule_id)
+        prefilter = groups
     return RuleMeta(id=rule_id, category=category, severity=severity,
                     message=" ".join(message.split()), help=" ".join(help_text.split()),
-                    languages=tuple(languages), file=rel)
+                    languages=tuple(languages), file=rel, prefilter=prefilter)
 
 
 def canonical_rule_id(check_id: str, rules: Mapping[str, RuleMeta] | None = None) -> str | None:
