@@ -26,6 +26,7 @@ def target(rel: str, text: str) -> ScanTarget:
 
 def test_the_costly_taint_rules_are_gated() -> None:
     assert {"prompt-logging.python.request-content-sent", "obfuscation.python.exec-decoded",
+            "prompt-logging.python.request-content-logged",
             "secret-access.python.secret-exfiltration",
             "unsafe-deserialization.python.untrusted-channel"} <= set(GATED)
 
