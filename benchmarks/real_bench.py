@@ -118,7 +118,9 @@ def rule_times(doc: dict) -> tuple[dict[str, float], float, float]:
     """Matching seconds per rule (short id), total matching and parsing seconds."""
     t = doc["time"]
     ids = [r if isinstance(r, str) else r.get("id", "") for r in t["rules"]]
-    short = [i[i.find(".rules.") + 7:].split(".", 1)[-1] if ".rules." in i else i for i in ids]
+    from auditor.scan.rules import canonical_rule_id
+
+    short = [canonical_rule_id(i) or i for i in ids]
     per: collections.Counter[str] = collections.Counter()
     parse = 0.0
     for target in t["targets"]:
@@ -209,7 +211,9 @@ def write_section(case: Path, results: dict[str, Sample], rules: dict | None, ru
         lines += ["", f"Peak RSS of auditor runs: {max(peaks):.0f} MiB (target < 1024 MiB: "
                       f"{'met' if max(peaks) < 1024 else 'missed'})."]
     if rules:
-        per = rules["per_rule"]
+        from auditor.scan.rules import canonical_rule_id
+
+        per = {canonical_rule_id(k) or k: v for k, v in rules["per_rule"].items()}
         total = rules["matching"]
         s = rules["sample"]
         lines += ["", f"### `semgrep --time` per rule over the {rules['files']} files the series "
