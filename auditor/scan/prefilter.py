@@ -30,7 +30,9 @@ from functools import lru_cache
 
 _WORD = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _PUNCT = re.compile(r"^[^\sA-Za-z0-9_]+$")
-_BETWEEN = r"(?:[\s\\]|#[^\n]*)*"
+# blanks, line continuations or whole comments (a comment runs to the end of its line, so a line
+# of many '#' has one reading only: no exponential backtracking)
+_BETWEEN = r"(?:[ \t\r\n\f\v\\]|#[^\n]*(?:\n|\Z))*"
 
 
 def valid_item(item: str) -> bool:

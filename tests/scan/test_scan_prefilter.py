@@ -43,6 +43,16 @@ def test_words_are_whole_identifiers() -> None:
     assert not pf.admits("from torch import load\ny = x[:1]")
 
 
+def test_punctuation_items_stay_linear_on_comment_banners() -> None:
+    """A line of many '#' after a colon once took seconds per file (exponential backtracking)."""
+    import time
+
+    text = "def f():\n    " + "#" * 60 + "\n    return 1\n" * 200
+    start = time.process_time()
+    assert not Prefilter((("::",),)).admits(text)
+    assert time.process_time() - start < 1.0
+
+
 @pytest.mark.parametrize("raw", [[], [[]], ["exec"], [["ex ec"]], [["a+"]], [[1]], "exec"])
 def test_malformed_prefilters_are_refused(raw: object) -> None:
     assert parse_groups(raw) is None
