@@ -202,6 +202,9 @@ class SemgrepScanner(ExternalTool, Scanner):
                           end_line=max(line, end), message=redact(message)[:500], help=help_text)
 
 
+# path patterns semgrep's own front end matches against every target (in Python): beyond this
+# many across all rules, the rules that admit the most files run ungated instead
+_INCLUDE_BUDGET = 400
 # a staged path that is safe to write as a semgrep path pattern without escaping
 _PLAIN_PATH = re.compile(r"^[A-Za-z0-9._/@+=,~-]+$")
 
@@ -214,9 +217,12 @@ def gated_rules(doc: Mapping[str, Any], meta: Mapping[str, RuleMeta],
     (it could not report anything); otherwise it gets ``paths.include`` with exactly the admitted
     files, anchored at the staging root. A rule that already has ``paths``, or a file name that
     would need escaping in a path pattern, leaves the rule ungated: the pre-pass only ever saves
-    time, it never decides what is checked.
+    time, it never decides what is checked. Semgrep's front end matches every include pattern
+    against every target (in Python), so at most ``_INCLUDE_BUDGET`` patterns are written, for
+    the rules that admit the fewest files; the others run ungated.
     """
     rules: list[Any] = []
+    gated: dict[int, list[str]] = {}  # index in rules -> admitted files
     for raw in doc.get("rules") or []:
         rid = raw.get("id") if isinstance(raw, dict) else None
         m = meta.get(rid) if isinstance(rid, str) else None
@@ -231,8 +237,14 @@ def gated_rules(doc: Mapping[str, Any], meta: Mapping[str, RuleMeta],
             continue
         pf = Prefilter(m.prefilter)
         keep = sorted(rel for rel, t in mine.items() if pf.admits(t.text))
-        if len(keep) == len(mine):
-            rules.append(raw)
-        elif keep:
-            rules.append({**raw, "paths": {"include": [f"/{rel}" for rel in keep]}})
+        if not keep:
+            continue  # it could not report anything
+        if len(keep) < len(mine):
+            gated[len(rules)] = keep
+        rules.append(raw)
+    budget = _INCLUDE_BUDGET
+    for i, keep in sorted(gated.items(), key=lambda kv: len(kv[1])):
+        if len(keep) <= budget:
+            budget -= len(keep)
+            rules[i] = {**rules[i], "paths": {"include": [f"/{rel}" for rel in keep]}}
     return {**doc, "rules": rules}
