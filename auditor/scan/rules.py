@@ -51,6 +51,9 @@ class RuleMeta:
     languages: tuple[str, ...]
     file: str  # the rule file, relative to the rules folder
     paths_include: tuple[str, ...] = ()  # the rule's ``paths: include`` globs, if any
+    # metadata.prefilter: what a file must contain for the rule to match at all (see
+    # auditor.scan.prefilter); empty: every file of its languages
+    prefilter: tuple[tuple[str, ...], ...] = ()
 
 
 def rule_files(rules_dir: Path = RULES_DIR) -> tuple[Path, ...]:
@@ -147,9 +150,19 @@ def _parse_rule(raw: Any, path: Path, rel: str, n: int) -> RuleMeta:
     paths = raw.get("paths")
     include = paths.get("include") if isinstance(paths, dict) else None
     globs = tuple(g for g in include if isinstance(g, str)) if isinstance(include, list) else ()
+    prefilter: tuple[tuple[str, ...], ...] = ()
+    if "prefilter" in meta:
+        from auditor.scan.prefilter import parse_groups
+
+        groups = parse_groups(meta["prefilter"])
+        if groups is None:
+            raise bad("metadata.prefilter must be a list of non-empty lists of identifiers "
+                      "(a+b for several) or punctuation", rule_id)
+        prefilter = groups
     return RuleMeta(id=rule_id, category=category, severity=severity,
                     message=" ".join(message.split()), help=" ".join(help_text.split()),
-                    languages=tuple(languages), file=rel, paths_include=globs)
+                    languages=tuple(languages), file=rel, paths_include=globs,
+                    prefilter=prefilter)
 
 
 def canonical_rule_id(check_id: str, rules: Mapping[str, RuleMeta] | None = None) -> str | None:

@@ -1,0 +1,96 @@
+"""Which files a costly rule can match at all: a cheap, sound pre-pass before semgrep.
+
+A taint rule reports a finding only where one of its sources and one of its sinks both match in
+the file, and each source or sink pattern names an identifier (``pickle``, ``recv``, ``exec``)
+that must then be written somewhere in the file: semgrep resolves ``import x as y`` and
+``from x import f`` aliases, but the import itself still spells the name. Semgrep's own literal
+prefilter does not help these rules (a pattern like ``$LOG.$LVL(...)`` has no literal, and it
+looks for substrings: ``read`` is in ``thread``), so a rule may list in ``metadata.prefilter``
+what a file must contain, and :func:`admits` keeps the files that do. Files it leaves out could
+not have matched; they are still scanned by every other rule.
+
+``metadata.prefilter`` is a list of groups; a file passes when it has, for every group, at least
+one of the group's items:
+
+- ``word``: the identifier as a whole word (in code, strings or comments: a superset);
+- ``a+b``: each of the words (``torch+load`` for ``torch.load(...)`` via ``from torch import load``);
+- ``::`` (any other punctuation): those characters in order, with only blanks, line
+  continuations or comments between them (``x[: :-1]``).
+
+The text checked is the file semgrep is given. Only identifiers spelled in the rule are listed:
+never a literal string's content, which semgrep's constant folding can assemble at run time.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+
+_WORD = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_PUNCT = re.compile(r"^[^\sA-Za-z0-9_]+$")
+# blanks, line continuations or whole comments (a comment runs to the end of its line, so a line
+# of many '#' has one reading only: no exponential backtracking)
+_BETWEEN = r"(?:[ \t\r\n\f\v\\]|#[^\n]*(?:\n|\Z))*"
+
+
+def valid_item(item: str) -> bool:
+    """An item of a prefilter group: words joined by ``+``, or punctuation."""
+    return bool(_PUNCT.match(item)) or all(_WORD.match(w) for w in item.split("+"))
+
+
+@lru_cache(maxsize=256)
+def _word_re(word: str) -> re.Pattern[str]:
+    return re.compile(re.escape(word) + r"(?![A-Za-z0-9_])")
+
+
+@lru_cache(maxsize=64)
+def _punct_re(chars: str) -> re.Pattern[str]:
+    return re.compile(_BETWEEN.join(re.escape(c) for c in chars))
+
+
+def has_word(text: str, word: str) -> bool:
+    """``word`` as an identifier of its own (not inside a longer one)."""
+    if word not in text:  # a fast substring test first: most files fail here
+        return False
+    for m in _word_re(word).finditer(text):
+        i = m.start()
+        if i == 0 or not (text[i - 1].isalnum() or text[i - 1] == "_"):
+            return True
+    return False
+
+
+def _has_item(text: str, item: str) -> bool:
+    if _PUNCT.match(item):
+        return item[0] in text and _punct_re(item).search(text) is not None
+    return all(has_word(text, w) for w in item.split("+"))
+
+
+@dataclass(frozen=True)
+class Prefilter:
+    """Groups of items; a text passes when every group has an item in it."""
+
+    groups: tuple[tuple[str, ...], ...]
+
+    def admits(self, text: str) -> bool:
+        return all(any(_has_item(text, item) for item in group) for group in self.groups)
+
+
+def parse_groups(raw: object) -> tuple[tuple[str, ...], ...] | None:
+    """``metadata.prefilter`` as groups, or None when it is malformed."""
+    if not isinstance(raw, list) or not raw:
+        return None
+    groups: list[tuple[str, ...]] = []
+    for group in raw:
+        if (not isinstance(group, list) or not group
+                or not all(isinstance(i, str) and valid_item(i) for i in group)):
+            return None
+        groups.append(tuple(group))
+    return tuple(groups)
+
+
+def admits(groups: Sequence[Sequence[str]], texts: Iterable[tuple[str, str]]) -> list[str]:
+    """The names of the (name, text) pairs that pass ``groups``."""
+    pf = Prefilter(tuple(tuple(g) for g in groups))
+    return [name for name, text in texts if pf.admits(text)]

@@ -1,0 +1,112 @@
+"""The per-rule prefilter (metadata.prefilter): what it admits, that the rules it gates keep every
+fixture finding when auditor runs semgrep with it, and how the rules document is rewritten."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from pathlib import Path
+
+import pytest
+from test_scan_rules import ANNOTATION_RE, needs_semgrep
+
+from auditor.scan import rules as rules_mod
+from auditor.scan.interface import Origin, ScanTarget
+from auditor.scan.prefilter import Prefilter, has_word, parse_groups
+from auditor.scan.semgrep import SemgrepScanner, gated_rules
+
+GATED = {m.id: m for m in rules_mod.load_rule_meta().values() if m.prefilter}
+
+
+def target(rel: str, text: str) -> ScanTarget:
+    return ScanTarget(key=f"b:{rel}", path=rel, origin=Origin.BUNDLE,
+                      sha256=hashlib.sha256(text.encode()).hexdigest(), family="python", text=text)
+
+
+def test_the_costly_taint_rules_are_gated() -> None:
+    assert {"prompt-logging.python.request-content-sent", "obfuscation.python.exec-decoded",
+            "prompt-logging.python.request-content-logged",
+            "secret-access.python.secret-exfiltration",
+            "unsafe-deserialization.python.untrusted-channel"} <= set(GATED)
+
+
+def test_words_are_whole_identifiers() -> None:
+    assert has_word("t = threading.Thread()\nx = s.read()", "read")
+    assert not has_word("t = threading.Thread()\nalready = 1", "read")
+    assert not has_word("x = sock.recv_into(b)", "recv")
+    assert has_word("recv", "recv") and has_word("(recv)", "recv")
+    pf = Prefilter((("torch+load",), ("::",)))
+    assert pf.admits("from torch import load\ny = x[::-1]")
+    assert pf.admits("import torch\nload = 1\ny = x[:  # keep\n   :-1]")
+    assert not pf.admits("import torch\ny = x[::-1]")  # no 'load'
+    assert not pf.admits("from torch import load\ny = x[:1]")
+
+
+def test_punctuation_items_stay_linear_on_comment_banners() -> None:
+    """A line of many '#' after a colon once took seconds per file (exponential backtracking)."""
+    import time
+
+    text = "def f():\n    " + "#" * 60 + "\n    return 1\n" * 200
+    start = time.process_time()
+    assert not Prefilter((("::",),)).admits(text)
+    assert time.process_time() - start < 1.0
+
+
+@pytest.mark.parametrize("raw", [[], [[]], ["exec"], [["ex ec"]], [["a+"]], [[1]], "exec"])
+def test_malformed_prefilters_are_refused(raw: object) -> None:
+    assert parse_groups(raw) is None
+
+
+def test_every_hostile_fixture_passes_its_rules_prefilter() -> None:
+    """The cheap, offline half: a fixture with a ``# ruleid:`` line for a gated rule is admitted."""
+    for path in sorted(rules_mod.FIXTURES_DIR.rglob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        for line in text.splitlines():
+            m = ANNOTATION_RE.search(line)
+            if m and m.group(1) == "ruleid":
+                for rid in (r.strip() for r in m.group(2).split(",")):
+                    if rid in GATED:
+                        assert Prefilter(GATED[rid].prefilter).admits(text), (rid, path)
+
+
+def test_gated_rules_include_only_admitted_files_and_drop_rules_with_none() -> None:
+    rule = GATED["unsafe-deserialization.python.untrusted-channel"]
+    doc = {"rules": [{"id": rule.id, "languages": ["python"], "mode": "taint"},
+                     {"id": "network.python.http-client", "languages": ["python"]}]}
+    staged = {"b/vllm/a.py": target("vllm/a.py", "import pickle\nd = pickle.loads(s.recv(9))\n"),
+              "b/vllm/b.py": target("vllm/b.py", "x = 1\n")}
+    out = gated_rules(doc, rules_mod.load_rule_meta(), staged)
+    assert out["rules"][0]["paths"] == {"include": ["/b/vllm/a.py"]}
+    assert "paths" not in out["rules"][1]  # no prefilter: every file
+    only_b = gated_rules(doc, rules_mod.load_rule_meta(), {"b/vllm/b.py": staged["b/vllm/b.py"]})
+    assert [r["id"] for r in only_b["rules"]] == ["network.python.http-client"]
+    # a name that would need escaping in a path pattern leaves the rule ungated
+    odd = {**staged, "b/vllm/c[1].py": target("vllm/c[1].py", "x = 2\n")}
+    assert "paths" not in gated_rules(doc, rules_mod.load_rule_meta(), odd)["rules"][0]
+
+
+@needs_semgrep
+def test_auditor_semgrep_with_prefilters_finds_every_fixture_line(tmp_path: Path) -> None:
+    """The real semgrep, run as the scan runs it (gated), over the Python fixtures plus files the
+    gated rules cannot match: every ``# ruleid:`` line of a gated rule is still reported."""
+    targets = [target(p.relative_to(rules_mod.FIXTURES_DIR).as_posix(),
+                      p.read_text(encoding="utf-8"))
+               for p in sorted(rules_mod.FIXTURES_DIR.rglob("*.py"))]
+    targets.append(target("plain/maths.py", "def add(a, b):\n    return a + b\n"))
+    scanner = SemgrepScanner()
+    run = scanner.scan(targets, tmp_path)
+    assert not run.errors
+    config = (tmp_path / "semgrep" / "rules.json").read_text(encoding="utf-8")
+    assert '"include"' in config  # the run was really gated
+    for t in targets:
+        lines = t.text.splitlines()
+        found = {(f.rule, f.line) for f in run.findings[t.key]}
+        for n, line in enumerate(lines, start=1):
+            m = ANNOTATION_RE.search(line)
+            if not (m and m.group(1) == "ruleid"):
+                continue
+            for rid in (r.strip() for r in m.group(2).split(",")):
+                if rid in GATED:
+                    assert any(r == rid and ln in (n, n + 1) for r, ln in found), (t.path, n, rid)
+    assert not any(re.match(r"^(\w|-)+\.python\.", f.rule)
+                   for f in run.findings["b:plain/maths.py"])
