@@ -24,7 +24,6 @@ import datetime as dt
 import fcntl
 import os
 import re
-import tempfile
 import tomllib
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -34,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from auditor.errors import SpecError
+from auditor.fsutil import atomic_write_bytes
 from auditor.inputs import MAX_TEXT_BYTES, read_input_bytes
 from auditor.review.hunks import ID_HEX
 from auditor.review.plan import NAME_RE
@@ -264,20 +264,5 @@ def append_signoffs(location: Path, reviewer: str, new: Sequence[SignOff], *,
         if [s.to_json() for s in after[len(before):]] != [s.to_json() for s in new]:
             raise SpecError("the appended sign-offs do not read back as written", file=str(target))
         mode = target.stat().st_mode & 0o777 if target.exists() else 0o644
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.chmod(tmp, mode)
-            os.replace(tmp, target)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-        dir_fd = os.open(target.parent, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
+        atomic_write_bytes(target, data, mode=mode, fsync=True)
     return target

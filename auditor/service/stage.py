@@ -11,7 +11,6 @@ and the lint still runs.
 
 from __future__ import annotations
 
-import os
 import sys
 import tempfile
 from pathlib import Path
@@ -19,6 +18,7 @@ from typing import Any
 
 from auditor import __version__
 from auditor.errors import InputError, ToolError
+from auditor.fsutil import atomic_write_text
 from auditor.inputs import read_input_text
 from auditor.model import Finding, StageResult, fingerprint_of, status_for
 from auditor.service import analyze
@@ -137,12 +137,4 @@ def export_unit(result: StageResult, ctx: Context, output: Path) -> None:
 
 def _write(path: Path, text: str, mode: int) -> None:
     """Atomically, with ``mode`` from the start (never briefly more open)."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        os.fchmod(fd, mode)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic_write_text(path, text, mode=mode)
