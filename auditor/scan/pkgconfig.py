@@ -39,9 +39,12 @@ _LAUNCH_HELP = ("A preloaded library, a module folder in front of the installed 
                 "server without being reviewed. Remove it, or ship the code through the reviewed "
                 "dependency lock.")
 
+# the environment variables that name where pip and uv take packages from (one alternation, longest
+# names first where one is a prefix of another; scan/sources.py reads the same list)
+INDEX_ENV_VARS = (r"(?:PIP_INDEX_URL|PIP_EXTRA_INDEX_URL|PIP_FIND_LINKS|UV_INDEX_URL|"
+                  r"UV_EXTRA_INDEX_URL|UV_DEFAULT_INDEX|UV_INDEX|UV_FIND_LINKS)")
 _INDEX_ENV = re.compile(
-    r"^\s*(?:export\s+|Environment=[\"']?(?:\S+\s+)*?)?[\"']?(PIP_INDEX_URL|PIP_EXTRA_INDEX_URL|"
-    r"PIP_FIND_LINKS|UV_INDEX_URL|UV_EXTRA_INDEX_URL|UV_DEFAULT_INDEX|UV_INDEX|UV_FIND_LINKS)"
+    r"^\s*(?:export\s+|Environment=[\"']?(?:\S+\s+)*?)?[\"']?(" + INDEX_ENV_VARS + r")"
     r"=[\"']?(?=\S)(?![\"']?\s*$)")
 _TLS_ENV = re.compile(r"^\s*(?:export\s+|Environment=[\"']?(?:\S+\s+)*?)?[\"']?"
                       r"(PIP_TRUSTED_HOST|UV_INSECURE_HOST)=[\"']?(?=\S)(?![\"']?\s*$)")

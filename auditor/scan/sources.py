@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 from auditor.errors import AuditError
 from auditor.gitio import Git
+from auditor.scan.pkgconfig import INDEX_ENV_VARS
 
 SUFFIX = ".package-source"
 NEW, KNOWN, FROM_VARIABLE = "new-host", "known-host", "from-variable"
@@ -40,8 +41,6 @@ _INDEX_ASSIGNMENT = re.compile(r"(?i)\b\w*(?:INDEX|FIND_LINKS|CHANNEL)\w*[\"']?\
                                r"[a-z][a-z0-9+.-]*://")
 _IDENT = re.compile(r"[A-Za-z_]\w*")
 _HOSTLIKE = re.compile(r"^(?:[\w-]+\.)+[A-Za-z]{2,}(?::\d+)?(?:/|$)")
-_INDEX_VARS = (r"(?:PIP_INDEX_URL|PIP_EXTRA_INDEX_URL|PIP_FIND_LINKS|UV_INDEX_URL|"
-               r"UV_EXTRA_INDEX_URL|UV_DEFAULT_INDEX|UV_INDEX|UV_FIND_LINKS)")
 # where a source is written: an option's value, an environment variable's, a config key's
 _VALUE_SITES = re.compile(
     r"(?:(?<![\w-])--(?:index-url|extra-index-url|find-links|default-index|index|channel)"
@@ -50,7 +49,7 @@ _VALUE_SITES = re.compile(
     r"|\bpip[0-9.]*[\"']?[\s,]+[\"']?(?:install|download|wheel)\b(?:[^\n;|&#]|\\\n)*?[\s\"']-[if]"
     r"(?:=|[\"']?(?:[\s,]|\\\n)+[\"']?)"
     r"|\b(?:conda|mamba|micromamba)\b(?:[^\n;|&#]|\\\n)*?\s-c(?:=|\s+)"
-    r"|(?<![\w$])" + _INDEX_VARS + r"[\"']?\]?\s*(?:=|:|,|\s)\s*"
+    r"|(?<![\w$])" + INDEX_ENV_VARS + r"[\"']?\]?\s*(?:=|:|,|\s)\s*"
     r"|\b(?:index-url|extra-index-url|find-links|url|channels?)\s*[=:]\s*\[?"
     r"|\bset\s+[\w.]*(?:index-url|find-links)\s+"
     r"|\b(?:--add|--append|--prepend)\s+channels\s+"
