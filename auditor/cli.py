@@ -261,16 +261,18 @@ def report(
 ) -> None:
     """Render a saved audit again, in any format (made from audit.json; nothing is re-run)."""
     from auditor.outputs import write_output_text
-    from auditor.report import load_saved, render_saved, step_summary_of
+    from auditor.report import formatter_for, load_saved
+    from auditor.report.github import step_summary
 
     _check_output(output)
     _check_output(summary, "--summary")
     try:
-        note = load_saved(audit_json).note
-        text = render_saved(audit_json, fmt)
+        saved = load_saved(audit_json)  # read, checked and redacted once for every output
+        note = saved.note
+        text = formatter_for(fmt).render(saved.audit)
         if summary is not None:
             with summary.open("a", encoding="utf-8") as fh:
-                fh.write(step_summary_of(audit_json))
+                fh.write(step_summary(saved.audit))
         if output is not None and str(output) != "-":
             write_output_text(output, text)
     except AuditError as exc:

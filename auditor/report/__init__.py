@@ -100,12 +100,6 @@ def render_saved(path: Path, fmt: ReportFormat) -> str:
     return formatter_for(fmt).render(load_saved(path).audit)
 
 
-def step_summary_of(path: Path) -> str:
-    from auditor.report.github import step_summary
-
-    return step_summary(load_saved(path).audit)
-
-
 __all__ = ["AUDIT_FORMATS", "Formatter", "Recomputed", "ReportFormat", "formatter_for",
            "formatters", "load_audit", "load_saved", "recompute_verdict", "redacted",
-           "render_saved", "step_summary_of", "write_reports"]
+           "render_saved", "write_reports"]
