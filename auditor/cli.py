@@ -146,7 +146,7 @@ def build(
     """Compile the changed CUDA modules from audited source and overlay the official wheel."""
 
     def copy_out(result: StageResult, ctx: Any) -> None:
-        from auditor.build.stage import export_build
+        from auditor.rebuild.stage import export_build
 
         wheel = export_build(result, ctx, Path("builds/out"))
         if wheel is not None:

@@ -167,7 +167,7 @@ def prepare(root: Path) -> Path:
     commits = example["commits"]
     assert isinstance(commits, list)
     write_demo_reviews(root, root / "mirrors" / "community.git", [str(c) for c in commits])
-    from auditor.build.demo import make_official_wheel_and_recipe
+    from auditor.rebuild.demo import make_official_wheel_and_recipe
 
     recipe = make_official_wheel_and_recipe(root, Path(str(example["work"])))
     return write_spec(root, example, recipe)

@@ -30,7 +30,7 @@ STAGE_CLASSES: dict[str, str] = {
     "verify": "auditor.provenance.stage:VerifyStage",
     "scan": "auditor.scan.stage:ScanStage",
     "deps": "auditor.deps.stage:DepsStage",
-    "build": "auditor.build.stage:BuildStage",
+    "build": "auditor.rebuild.stage:BuildStage",
     "sbom": "auditor.sbom.stage:SbomStage",
     "unit": "auditor.service.stage:UnitStage",
     "review": "auditor.review.stage:ReviewStage",

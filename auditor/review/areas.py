@@ -7,7 +7,7 @@ An engine profile's ``[review_areas]`` table holds one sub-table per area, in or
     globs = ["csrc/**", "*.cu"]
     checklist = ["Out-of-bounds reads or writes", ...]
 
-A path belongs to the first area whose globs match it (:mod:`auditor.build.globs` syntax). A path
+A path belongs to the first area whose globs match it (:mod:`auditor.rebuild.globs` syntax). A path
 that no area claims belongs to :data:`OTHER`, which is always present (last) even when a profile
 declares no areas.
 """
@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from auditor.build.globs import match_any
+from auditor.rebuild.globs import match_any
 from auditor.errors import SpecError
 
 OTHER = "other"

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from auditor import __version__
-from auditor.build.wheel import sha256_file
+from auditor.rebuild.wheel import sha256_file
 from auditor.errors import InputError
 from auditor.fsutil import atomic_write_text
 from auditor.gitio import Git

@@ -1,6 +1,6 @@
 """End to end through the real pipeline: verify, a real nvcc build, then the SBOM and provenance.
 
-Uses the build tests' tiny CUDA engine (tests/build/buildcase.py); skips when nvcc is missing.
+Uses the build tests' tiny CUDA engine (tests/rebuild/buildcase.py); skips when nvcc is missing.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from auditor.stage import Options
 def runs(tmp_path_factory):
     if shutil.which("nvcc") is None:
         pytest.skip("nvcc is not installed on this machine")
-    build_tests = str(Path(__file__).parents[1] / "build")
+    build_tests = str(Path(__file__).parents[1] / "rebuild")
     if build_tests not in sys.path:
         sys.path.append(build_tests)
     from buildcase import build_upstream, make_series, recipe_text

@@ -20,10 +20,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from auditor.build.builders import BuildFailed, BuildRequest, BuiltModule, builder_for
-from auditor.build.elf import exported_symbols, section_differences
-from auditor.build.overlay import Overlay, build_overlay, verify_origins
-from auditor.build.plan import (
+from auditor.rebuild.builders import BuildFailed, BuildRequest, BuiltModule, builder_for
+from auditor.rebuild.elf import exported_symbols, section_differences
+from auditor.rebuild.overlay import Overlay, build_overlay, verify_origins
+from auditor.rebuild.plan import (
     BuildPlan,
     ModuleAction,
     last_commits,
@@ -31,10 +31,10 @@ from auditor.build.plan import (
     package_folders,
     wheel_path_for,
 )
-from auditor.build.recipe import BuilderKind, Recipe, load_recipe
-from auditor.build.sandbox import Sandbox, select_sandbox
-from auditor.build.toolchain import Toolchain, compare, detect
-from auditor.build.wheel import (
+from auditor.rebuild.recipe import BuilderKind, Recipe, load_recipe
+from auditor.rebuild.sandbox import Sandbox, select_sandbox
+from auditor.rebuild.toolchain import Toolchain, compare, detect
+from auditor.rebuild.wheel import (
     UnpackedWheel,
     record_problems,
     sha256_file,

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
-from auditor.build.globs import is_native, match_any
-from auditor.build.recipe import ModuleRecipe, Recipe
+from auditor.rebuild.globs import is_native, match_any
+from auditor.rebuild.recipe import ModuleRecipe, Recipe
 from auditor.gitio import Git
 from auditor.model import Workspace
 

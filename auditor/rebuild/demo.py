@@ -1,9 +1,9 @@
 """The demo's "official wheel" and its working build recipe (called by ``auditor/demo.py``).
 
 :func:`make_official_wheel_and_recipe` plays the upstream project's release job: it compiles the
-upstream kernels of tag v1.0.0 with nvcc (:func:`~auditor.build.builders.compile_nvcc`, no sandbox:
+upstream kernels of tag v1.0.0 with nvcc (:func:`~auditor.rebuild.builders.compile_nvcc`, no sandbox:
 this is the trusted upstream tree), writes ``wheels/tinyllm-1.0.0-py3-none-linux_x86_64.whl`` with
-:func:`~auditor.build.wheel.write_wheel`, and writes ``builds/tinyllm-1.0.0-sm86.toml`` pinning that
+:func:`~auditor.rebuild.wheel.write_wheel`, and writes ``builds/tinyllm-1.0.0-sm86.toml`` pinning that
 wheel's sha256. Without nvcc the wheel holds no kernels and the build stage will be INCOMPLETE
 (it needs nvcc to rebuild the changed kernel) - the demo still runs.
 """
@@ -16,8 +16,8 @@ import tarfile
 import tempfile
 from pathlib import Path
 
-from auditor.build.builders import compile_nvcc
-from auditor.build.wheel import sha256_file, write_wheel
+from auditor.rebuild.builders import compile_nvcc
+from auditor.rebuild.wheel import sha256_file, write_wheel
 from auditor.errors import ToolError
 from auditor.gitio import git_env, run
 

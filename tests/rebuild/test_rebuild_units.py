@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from auditor.build.globs import is_native, matches
-from auditor.build.plan import wheel_path_for
-from auditor.build.recipe import BuilderKind, SandboxKind, load_recipe
-from auditor.build.wheel import (
+from auditor.rebuild.globs import is_native, matches
+from auditor.rebuild.plan import wheel_path_for
+from auditor.rebuild.recipe import BuilderKind, SandboxKind, load_recipe
+from auditor.rebuild.wheel import (
     WheelName,
     record_problems,
     unpack_wheel,
@@ -250,7 +250,7 @@ def test_wheel_names_and_local_labels() -> None:
 def test_elf_symbols_and_section_differences(tmp_path: Path) -> None:
     import subprocess
 
-    from auditor.build.elf import exported_symbols, section_differences
+    from auditor.rebuild.elf import exported_symbols, section_differences
 
     def so(name: str, code: str) -> Path:
         src = tmp_path / f"{name}.c"
@@ -273,7 +273,7 @@ def test_elf_symbols_and_section_differences(tmp_path: Path) -> None:
 
 
 def test_sandbox_has_no_network_but_loopback(tmp_path: Path) -> None:
-    from auditor.build.sandbox import network_interfaces, select_sandbox
+    from auditor.rebuild.sandbox import network_interfaces, select_sandbox
     from auditor.errors import ToolMissing
 
     try:
@@ -288,8 +288,8 @@ def test_sandbox_has_no_network_but_loopback(tmp_path: Path) -> None:
 
 
 def test_toolchain_differences_are_reported() -> None:
-    from auditor.build.recipe import ToolchainRecipe
-    from auditor.build.toolchain import Toolchain, compare
+    from auditor.rebuild.recipe import ToolchainRecipe
+    from auditor.rebuild.toolchain import Toolchain, compare
 
     tc = Toolchain(nvcc="/x/nvcc", cc="/x/gcc", cxx="/x/g++", strip="/x/strip",
                    nvcc_version="13.0.88", cc_version="gcc 12.2.0")
@@ -305,7 +305,7 @@ def test_toolchain_differences_are_reported() -> None:
 
 
 def test_export_build_returns_none_without_a_wheel(tmp_path: Path) -> None:
-    from auditor.build.stage import export_build
+    from auditor.rebuild.stage import export_build
     from auditor.model import StageResult, StageStatus
 
     failed = StageResult("build", StageStatus.FAILED, details={"wheel": None},

@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import ClassVar
 
-from auditor.build.recipe import SandboxKind
+from auditor.rebuild.recipe import SandboxKind
 from auditor.errors import ToolError, ToolMissing
 from auditor.gitio import Completed, run, which
 

@@ -2,7 +2,7 @@
 
 A builder turns a :class:`BuildRequest` (a source tree, a scratch folder, archs, toolchain, the fixed
 environment) into the exact commands it runs and the file they produce. :meth:`ModuleBuilder.build`
-runs them inside a :class:`~auditor.build.sandbox.Sandbox`, then strips the output (two bytes of
+runs them inside a :class:`~auditor.rebuild.sandbox.Sandbox`, then strips the output (two bytes of
 ``.strtab`` differ between nvcc runs otherwise) and hashes it.
 
 Paths are mapped for reproducibility: the compilers get ``-ffile-prefix-map`` for the source tree and
@@ -21,11 +21,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar, TypeVar
 
-from auditor.build.globs import matches
-from auditor.build.recipe import BuilderKind, CMakeRecipe, ModuleRecipe, NvccRecipe
-from auditor.build.sandbox import Sandbox, Unsandboxed
-from auditor.build.toolchain import Toolchain
-from auditor.build.wheel import sha256_file
+from auditor.rebuild.globs import matches
+from auditor.rebuild.recipe import BuilderKind, CMakeRecipe, ModuleRecipe, NvccRecipe
+from auditor.rebuild.sandbox import Sandbox, Unsandboxed
+from auditor.rebuild.toolchain import Toolchain
+from auditor.rebuild.wheel import sha256_file
 from auditor.errors import EXIT_POLICY, AuditError
 from auditor.textsafe import redact
 
@@ -252,7 +252,7 @@ def compile_nvcc(source_dir: Path, out_file: Path, sources: Sequence[str], *,
     ``sandbox=None`` runs the compiler directly: only for trusted sources such as an upstream tree
     the caller builds an "official wheel" from. ToolMissing when nvcc is absent.
     """
-    from auditor.build.toolchain import resolve
+    from auditor.rebuild.toolchain import resolve
 
     tc = Toolchain(nvcc=resolve(nvcc, "the CUDA compiler nvcc"), cc=resolve("gcc", "gcc"),
                    cxx=resolve(cxx, "the host C++ compiler"), strip=resolve(strip, "strip"),

@@ -94,7 +94,7 @@ def test_changed_cmake_module_is_built_disconnected_with_local_fetchcontent(upst
 @pytest.mark.parametrize("kind", ["bwrap", "unshare"])
 def test_a_build_that_reaches_for_the_network_fails_inside_the_sandbox(upstream: Upstream,
                                                                        tmp_path, listener, kind):
-    from auditor.build.sandbox import _probe
+    from auditor.rebuild.sandbox import _probe
 
     problem = _probe(kind, str(tmp_path))
     if problem is not None:

@@ -17,9 +17,9 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from auditor.build.builders import BuiltModule
-from auditor.build.plan import BuildPlan, ChangeKind, wheel_path_for
-from auditor.build.wheel import (
+from auditor.rebuild.builders import BuiltModule
+from auditor.rebuild.plan import BuildPlan, ChangeKind, wheel_path_for
+from auditor.rebuild.wheel import (
     FileSpec,
     UnpackedWheel,
     WheelName,
@@ -136,7 +136,7 @@ def build_overlay(official: UnpackedWheel, ws: Workspace, plan: BuildPlan, *,
 def verify_origins(overlay: Overlay, official: UnpackedWheel, ws: Workspace,
                    built: Mapping[str, BuiltModule], scratch: Path) -> list[str]:
     """Re-open the written wheel; every file must hold exactly what its origin claims."""
-    from auditor.build.wheel import record_problems
+    from auditor.rebuild.wheel import record_problems
 
     out = unpack_wheel(overlay.wheel, scratch)
     problems = [f"output wheel: {p}" for p in record_problems(out)]

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from buildcase import KERN_CU, Upstream, make_case, make_series, needs_nvcc, run_build
 
-from auditor.build.wheel import record_problems, unpack_wheel
+from auditor.rebuild.wheel import record_problems, unpack_wheel
 from auditor.model import Action, Category, StageStatus
 
 pytestmark = needs_nvcc
@@ -174,7 +174,7 @@ def test_output_wheel_installs_into_a_fresh_venv_and_imports(main_run, tmp_path)
 
 
 def test_export_build_copies_the_wheel(main_run, tmp_path):
-    from auditor.build.stage import export_build
+    from auditor.rebuild.stage import export_build
 
     case, result = main_run
     dest = export_build(result, case.ctx, tmp_path / "builds-out")
@@ -378,7 +378,7 @@ def test_build_through_the_pipeline_with_the_real_verify_stage(upstream, tmp_pat
 def test_a_wheel_of_another_version_fails(upstream, tmp_path):
     from buildcase import recipe_text
 
-    from auditor.build.wheel import write_wheel
+    from auditor.rebuild.wheel import write_wheel
 
     other = write_wheel(tmp_path / "w", "tinyeng", "0.9.0", {"tinyeng/__init__.py": b""})
     sha = hashlib.sha256(other.read_bytes()).hexdigest()

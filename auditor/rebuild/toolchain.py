@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from auditor.build.recipe import ToolchainRecipe
+from auditor.rebuild.recipe import ToolchainRecipe
 from auditor.errors import ToolMissing
 from auditor.gitio import run, which
 
