@@ -16,10 +16,10 @@ import tarfile
 import tempfile
 from pathlib import Path
 
-from auditor.rebuild.builders import compile_nvcc
-from auditor.rebuild.wheel import sha256_file, write_wheel
 from auditor.errors import ToolError
 from auditor.gitio import git_env, run
+from auditor.rebuild.builders import compile_nvcc
+from auditor.rebuild.wheel import sha256_file, write_wheel
 
 #: module name -> (kernel source, wheel path); tinyllm/kernels.py loads "<name>.so" next to itself
 KERNELS = {

@@ -17,6 +17,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+from auditor.model import Workspace
 from auditor.rebuild.builders import BuiltModule
 from auditor.rebuild.plan import BuildPlan, ChangeKind, wheel_path_for
 from auditor.rebuild.wheel import (
@@ -28,7 +29,6 @@ from auditor.rebuild.wheel import (
     unpack_wheel,
     write_entries,
 )
-from auditor.model import Workspace
 
 
 class OriginKind(StrEnum):

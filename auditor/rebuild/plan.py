@@ -13,10 +13,10 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
-from auditor.rebuild.globs import is_native, match_any
-from auditor.rebuild.recipe import ModuleRecipe, Recipe
 from auditor.gitio import Git
 from auditor.model import Workspace
+from auditor.rebuild.globs import is_native, match_any
+from auditor.rebuild.recipe import ModuleRecipe, Recipe
 
 _BINARY_EXTENSIONS = (".so", ".o", ".a", ".dll", ".dylib", ".pyd", ".exe", ".bin", ".whl",
                       ".pyc", ".pyo", ".cubin", ".fatbin", ".egg", ".node", ".jar", ".class")

@@ -23,9 +23,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import ClassVar
 
-from auditor.rebuild.recipe import SandboxKind
 from auditor.errors import ToolError, ToolMissing
 from auditor.gitio import Completed, run, which
+from auditor.rebuild.recipe import SandboxKind
 
 # The command every sandbox wraps: set the umask, then exec the real program.
 _UMASK_SHIM = ('umask "$1" && shift && exec "$@"',)

@@ -20,6 +20,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from auditor.errors import InputError, ToolError
+from auditor.gitio import Git, run
+from auditor.model import (
+    Action,
+    Category,
+    Finding,
+    Severity,
+    StageResult,
+    StageStatus,
+    Workspace,
+    fingerprint_of,
+    status_for,
+)
 from auditor.rebuild.builders import BuildFailed, BuildRequest, BuiltModule, builder_for
 from auditor.rebuild.elf import exported_symbols, section_differences
 from auditor.rebuild.overlay import Overlay, build_overlay, verify_origins
@@ -40,19 +53,6 @@ from auditor.rebuild.wheel import (
     sha256_file,
     unpack_wheel,
     with_local_label,
-)
-from auditor.errors import InputError, ToolError
-from auditor.gitio import Git, run
-from auditor.model import (
-    Action,
-    Category,
-    Finding,
-    Severity,
-    StageResult,
-    StageStatus,
-    Workspace,
-    fingerprint_of,
-    status_for,
 )
 from auditor.stage import Context, Stage
 

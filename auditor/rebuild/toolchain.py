@@ -6,9 +6,9 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from auditor.rebuild.recipe import ToolchainRecipe
 from auditor.errors import ToolMissing
 from auditor.gitio import run, which
+from auditor.rebuild.recipe import ToolchainRecipe
 
 
 @dataclass(frozen=True)

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from auditor.rebuild.globs import match_any
 from auditor.errors import SpecError
+from auditor.rebuild.globs import match_any
 
 OTHER = "other"
 _NAME = re.compile(r"[a-z][a-z0-9_-]{0,39}")

@@ -19,12 +19,12 @@ from pathlib import Path
 from typing import Any
 
 from auditor import __version__
-from auditor.rebuild.wheel import sha256_file
 from auditor.errors import InputError
 from auditor.fsutil import atomic_write_text
 from auditor.gitio import Git
 from auditor.model import STAGES, StageResult, StageStatus, Workspace, compute_verdict, status_for
 from auditor.provenance.treehash import manifest_digest
+from auditor.rebuild.wheel import sha256_file
 from auditor.sbom.diffs import commit_diff
 from auditor.sbom.inputs import BuildInfo, DepsInfo, read_build, read_deps
 from auditor.spec import Spec

@@ -21,9 +21,9 @@ from typing import Any
 import pytest
 from support import GitRepo, export_tree, write_spec
 
+from auditor.model import BundleFile, SeriesCommit, StageResult, StageStatus, Workspace
 from auditor.rebuild.builders import compile_nvcc
 from auditor.rebuild.wheel import write_wheel
-from auditor.model import BundleFile, SeriesCommit, StageResult, StageStatus, Workspace
 from auditor.spec import load_spec
 from auditor.stage import Context, Options
 
@@ -256,8 +256,8 @@ def make_case(up: Upstream, tmp: Path, branch: str, *, repro: bool | None = Fals
 
 
 def run_build(case: Case) -> StageResult:
-    from auditor.rebuild.stage import BuildStage
     from auditor.pipeline import run_stage
+    from auditor.rebuild.stage import BuildStage
 
     return run_stage(BuildStage(), case.ctx)
 

@@ -11,8 +11,8 @@ def upstream(tmp_path_factory: pytest.TempPathFactory) -> Upstream:
     """The tiny engine's upstream repository and official wheel, built once per session."""
     if NVCC is None:
         pytest.skip("nvcc is not installed on this machine")
-    from auditor.rebuild.sandbox import SandboxKind, select_sandbox
     from auditor.errors import ToolMissing
+    from auditor.rebuild.sandbox import SandboxKind, select_sandbox
 
     try:
         select_sandbox(SandboxKind.AUTO, tmp_path_factory.mktemp("sandbox-probe"))

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from buildcase import KERN_CU, Upstream, make_case, make_series, needs_nvcc, run_build
 
-from auditor.rebuild.wheel import record_problems, unpack_wheel
 from auditor.model import Action, Category, StageStatus
+from auditor.rebuild.wheel import record_problems, unpack_wheel
 
 pytestmark = needs_nvcc
 

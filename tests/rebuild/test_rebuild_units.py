@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from auditor.errors import InputError, SpecError
 from auditor.rebuild.globs import is_native, matches
 from auditor.rebuild.plan import wheel_path_for
 from auditor.rebuild.recipe import BuilderKind, SandboxKind, load_recipe
@@ -18,7 +19,6 @@ from auditor.rebuild.wheel import (
     with_local_label,
     write_wheel,
 )
-from auditor.errors import InputError, SpecError
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -273,8 +273,8 @@ def test_elf_symbols_and_section_differences(tmp_path: Path) -> None:
 
 
 def test_sandbox_has_no_network_but_loopback(tmp_path: Path) -> None:
-    from auditor.rebuild.sandbox import network_interfaces, select_sandbox
     from auditor.errors import ToolMissing
+    from auditor.rebuild.sandbox import network_interfaces, select_sandbox
 
     try:
         sandbox = select_sandbox(SandboxKind.AUTO, tmp_path)
@@ -305,8 +305,8 @@ def test_toolchain_differences_are_reported() -> None:
 
 
 def test_export_build_returns_none_without_a_wheel(tmp_path: Path) -> None:
-    from auditor.rebuild.stage import export_build
     from auditor.model import StageResult, StageStatus
+    from auditor.rebuild.stage import export_build
 
     failed = StageResult("build", StageStatus.FAILED, details={"wheel": None},
                          reasons=("official wheel sha256 differs",))
