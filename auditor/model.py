@@ -11,9 +11,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from auditor.errors import EXIT_INCOMPLETE, EXIT_PASS, EXIT_POLICY
+from auditor.results.base import StageData
 
 AUDIT_SCHEMA = "auditor/audit/v1"
 
@@ -163,19 +164,27 @@ class Finding:
         return replace(self, action=action)
 
 
+_D = TypeVar("_D", bound=StageData)
+
+
 @dataclass(frozen=True)
 class StageResult:
-    """One stage's outcome. ``details`` is exactly what the stage's own ``--json`` prints."""
+    """One stage's outcome. ``data`` is the stage's typed result (see :mod:`auditor.results`);
+    its JSON plus the keys here is exactly what the stage's own ``--json`` prints."""
 
     name: str
     status: StageStatus
-    details: Mapping[str, Any] = field(default_factory=dict)
+    data: StageData | None = None  # None: the stage did not run (or stopped before any data)
     findings: tuple[Finding, ...] = ()
     not_checked: tuple[str, ...] = ()  # what could not be checked, one line each
     reasons: tuple[str, ...] = ()  # why the stage failed, one line each
 
+    def data_as(self, cls: type[_D]) -> _D | None:
+        """``data`` when it is a ``cls`` (None for a stage that did not run or crashed)."""
+        return self.data if isinstance(self.data, cls) else None
+
     def to_json(self) -> dict[str, Any]:
-        out = dict(self.details)
+        out = self.data.to_json() if self.data is not None else {}
         out["status"] = self.status.value
         out["findings"] = [f.to_json() for f in self.findings]
         out["not_checked"] = list(self.not_checked)
@@ -185,12 +194,12 @@ class StageResult:
     @classmethod
     def from_json(cls, name: str, data: Mapping[str, Any]) -> StageResult:
         data = _typed(data, Mapping, f"stage {name}")
-        details = {k: v for k, v in data.items()
-                   if k not in ("status", "findings", "not_checked", "reasons")}
+        rest = {k: v for k, v in data.items()
+                if k not in ("status", "findings", "not_checked", "reasons")}
         return cls(
             name=name,
             status=StageStatus(data["status"]),
-            details=details,
+            data=_stage_data(name, rest),
             findings=tuple(Finding.from_json(f)
                            for f in _typed(data.get("findings", []), list, "findings")),
             not_checked=_strings(data.get("not_checked", []), f"{name}.not_checked"),
@@ -200,6 +209,17 @@ class StageResult:
     @classmethod
     def not_requested(cls, name: str) -> StageResult:
         return cls(name=name, status=StageStatus.NOT_REQUESTED)
+
+
+def _stage_data(name: str, rest: Mapping[str, Any]) -> StageData | None:
+    """The typed data of a stage's JSON object: none, a crash's error, or the stage's own."""
+    from auditor.results import Crashed, data_class
+
+    if not rest:
+        return None
+    if set(rest) == {"error"}:
+        return Crashed.from_json(rest)
+    return data_class(name).from_json(rest)
 
 
 def compute_verdict(stages: Iterable[StageResult]) -> tuple[Verdict, tuple[str, ...]]:

@@ -22,6 +22,7 @@ from auditor.model import (
     compute_verdict,
 )
 from auditor.outputs import check_out_dir, write_marker
+from auditor.results import Crashed
 from auditor.spec import Spec
 from auditor.stage import Context, Options, Stage
 
@@ -81,16 +82,16 @@ def _run_stage(stage: Stage, ctx: Context) -> StageResult:
     try:
         return stage.run(ctx)
     except ToolError as exc:
-        return StageResult(stage.name, StageStatus.INCOMPLETE, not_checked=(exc.diagnostics(),),
-                           details={"error": exc.message})
+        return StageResult(stage.name, StageStatus.INCOMPLETE, Crashed(exc.message),
+                           not_checked=(exc.diagnostics(),))
     except AuditError:
         raise
     except Exception as exc:  # a crash is "not checked", never "clean"
         if ctx.options.verbose:
             traceback.print_exc()
         return StageResult(stage.name, StageStatus.INCOMPLETE,
-                           not_checked=(f"stage crashed: {type(exc).__name__}: {exc}",),
-                           details={"error": f"{type(exc).__name__}: {exc}"})
+                           Crashed(f"{type(exc).__name__}: {exc}"),
+                           not_checked=(f"stage crashed: {type(exc).__name__}: {exc}",))
 
 
 def run_pipeline(spec: Spec, options: Options, wanted: Iterable[str], ctx_out: Path,

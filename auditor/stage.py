@@ -1,9 +1,10 @@
 """The Stage interface and the per-run Context that stages share.
 
 A stage is a function of the spec and of earlier stages' results to a frozen
-:class:`~auditor.model.StageResult`. Stages publish in-memory values for later stages through
-``Context.artifacts`` (the verify stage publishes the :class:`~auditor.model.Workspace` under
-``"workspace"``), and write files into ``Context.out_dir`` (the audit directory being built).
+:class:`~auditor.model.StageResult`. Later stages read earlier ones' typed results from
+``Context.results``, and the verified :class:`~auditor.model.Workspace` (in memory only, not in
+audit.json) from ``Context.workspace``, which the verify stage sets; stages write files into
+``Context.out_dir`` (the audit directory being built).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from rich.console import Console
 
@@ -50,12 +51,7 @@ class Context:
     out_dir: Path  # the audit directory being written (a temporary folder until the end)
     console: Console = field(default_factory=lambda: stderr_console())
     results: dict[str, StageResult] = field(default_factory=dict)
-    artifacts: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def workspace(self) -> Workspace | None:
-        ws = self.artifacts.get("workspace")
-        return ws if isinstance(ws, Workspace) else None
+    workspace: Workspace | None = None  # set by the verify stage once git and the bundle were read
 
     @property
     def cache_dir(self) -> Path:
@@ -94,7 +90,7 @@ class Stage(ABC):
     """One step of the pipeline."""
 
     name: ClassVar[str]
-    #: stages that must have run first (their results or artifacts are read)
+    #: stages that must have run first (their results or the workspace are read)
     needs: ClassVar[tuple[str, ...]] = ()
     #: stages whose results it uses when the spec requests them (run first, not required)
     wants: ClassVar[tuple[str, ...]] = ()

@@ -16,7 +16,7 @@ Fail-closed choices:
   that looked up no advisory data must not exit 0.
 * Without a lock, deployed dependencies that cannot be looked up (not pinned to one version, a
   direct URL, a CMake fetch not pinned to content) are ONE not-checked reason naming their count
-  and the fix; the list is ``unpinned_deployed`` in the details.
+  and the fix; the list is ``unpinned_deployed`` in its result.
 * What the extractors could not read in a *deployed* bundle file (a computed
   ``install_requires``, a malformed file, a ``pip install $X``) is not checked, unless the engine
   profile names the deployed file a computed ``install_requires`` is read from. The same off the
@@ -29,9 +29,10 @@ Fail-closed choices:
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, assert_never
+from typing import assert_never
 
 from auditor.deps.declaration import Declaration, Extraction, Kind, Skip, Topic
 from auditor.deps.diff import DepsDiff, Issue, diff
@@ -63,6 +64,18 @@ from auditor.model import (
 )
 from auditor.policy import Policy, apply_waivers, load_policy, load_waivers
 from auditor.provenance.blame import UNEXPLAINED, line_origins
+from auditor.results.deps import (
+    DeclarationRecord,
+    DeployedSplit,
+    DepsData,
+    FetchRecord,
+    IndexRecord,
+    LockedRecord,
+    LockRecord,
+    SourceRecord,
+    UnpinnedRecord,
+    VulnRecord,
+)
 from auditor.spec import POLICIES_DIR, DepsSpec, Spec
 from auditor.stage import Context, Stage
 
@@ -260,42 +273,86 @@ def snapshot_age(report: VulnReport, max_age_days: int, now: dt.datetime) -> str
             "published since are not checked; refresh it with `auditor osv fetch`")
 
 
-def _fetch_json(d: Declaration) -> dict[str, Any]:
-    return {"name": d.name, "kind": d.kind.value, "repository": d.url if d.kind is Kind.CMAKE_GIT
-            else None, "tag": d.ref, "url": d.url if d.kind is Kind.CMAKE_URL else None,
-            "hash": d.hash, "pinned": d.pinned_ref if d.kind is Kind.CMAKE_GIT else bool(d.hash),
-            "file": d.file, "line": d.line}
+def record(d: Declaration) -> DeclarationRecord:
+    return DeclarationRecord(
+        name=d.name, kind=d.kind.value, specifier=d.specifier, pin=d.pin, markers=d.markers,
+        url=d.url, extras=d.extras, ref=d.ref, hash=d.hash, file=d.file, line=d.line,
+        end_line=d.end_line or d.line, group=d.group)
 
 
-def build_details(up: Extraction, b: Extraction, dd: DepsDiff, report: VulnReport,
-                  surface: Surface | None = None, lock: Lock | None = None,
-                  unpinned: Sequence[Declaration] = (), notes: Sequence[str] = (),
-                  skipped_off: Sequence[Skip] = (), lock_label: str = "") -> dict[str, Any]:
-    out: dict[str, Any] = {
-        "upstream": [d.to_json() for d in up.declarations],
-        "bundle": [d.to_json() for d in b.declarations],
-        "added": [d.to_json() for d in dd.added],
-        "removed": [d.to_json() for d in dd.removed],
-        "changed": [c.to_json() for c in dd.changed],
-        "vulnerabilities": [v.to_json() for v in report.vulnerabilities],
-        "source": report.source.to_json(),
-        "cmake_fetches": [_fetch_json(d) for d in b.declarations
-                          if d.kind in (Kind.CMAKE_GIT, Kind.CMAKE_URL)],
-        "indexes": [{"option": d.name, "url": d.url, "file": d.file, "line": d.line}
-                    for d in b.declarations if d.kind is Kind.INDEX],
-        "checked": [{"name": p.name, "version": p.version} for p in report.checked],
-        "files": {"upstream": list(up.files), "bundle": list(b.files)},
-        "upstream_not_checked": list(up.not_checked),
-    }
-    if surface is not None:
-        out["surface"] = surface.to_json()
-        out["deployed"] = [d.to_json() for d in b.declarations if surface.deployed(d)]
-        out["not_deployed"] = [d.to_json() for d in b.declarations if not surface.deployed(d)]
-        out["not_deployed_not_checked"] = [s.to_json() for s in skipped_off]
-    out["lock"] = lock.to_json() | {"path": lock_label} if lock is not None else None
-    out["unpinned_deployed"] = [d.to_json() | {"why": why_unpinned(d)} for d in unpinned]
-    out["notes"] = list(notes)
-    return out
+def _fetch(d: Declaration) -> FetchRecord:
+    return FetchRecord(name=d.name, kind=d.kind.value,
+                       repository=d.url if d.kind is Kind.CMAKE_GIT else None, tag=d.ref,
+                       url=d.url if d.kind is Kind.CMAKE_URL else None, hash=d.hash,
+                       pinned=d.pinned_ref if d.kind is Kind.CMAKE_GIT else bool(d.hash),
+                       file=d.file, line=d.line)
+
+
+def _lock_record(lock: Lock, label: str) -> LockRecord:
+    j = lock.to_json()
+    return LockRecord(path=label, format=lock.format, environment=j["environment"],
+                      packages=tuple(LockedRecord(name=p.name, version=p.version, line=p.line,
+                                                  hashes=tuple(p.hashes), markers=p.markers,
+                                                  url=p.url) for p in lock.packages),
+                      indexes=tuple(j["indexes"]))
+
+
+def _vuln_record(v: Vulnerability, waived: Sequence[Finding]) -> VulnRecord:
+    """``v``, waived when it gave findings and a waiver covers every one of them."""
+    is_waived = bool(waived) and all(f.waived for f in waived)
+    return VulnRecord(id=v.id, aliases=v.aliases, package=v.package, version=v.version,
+                      fixed=v.fixed, severity=v.severity, severity_source=v.severity_source,
+                      summary=v.summary, modified=v.modified, waived=is_waived,
+                      waiver=waived[0].waiver if is_waived else None)
+
+
+@dataclass(frozen=True)
+class Read:
+    """What the deps stage read and decided, before it is reported."""
+
+    up: Extraction
+    bundle: Extraction
+    diff: DepsDiff
+    report: VulnReport
+    surface: Surface | None = None
+    lock: Lock | None = None
+    lock_label: str = ""
+    unpinned: Sequence[Declaration] = ()
+    notes: Sequence[str] = ()
+    skipped_off: Sequence[Skip] = ()
+    shell_computed: Sequence[Skip] = ()
+
+
+def deps_data(r: Read, vuln_findings: Mapping[int, Sequence[Finding]] | None = None
+              ) -> DepsData:
+    """The stage's typed result; ``vuln_findings``: the findings of each vulnerability (by its
+    position in the report), after waivers."""
+    b, surface = r.bundle, r.surface
+    split = None if surface is None else DeployedSplit(
+        surface=surface.to_json(),
+        deployed=tuple(record(d) for d in b.declarations if surface.deployed(d)),
+        not_deployed=tuple(record(d) for d in b.declarations if not surface.deployed(d)),
+        not_deployed_not_checked=tuple(s.to_json() for s in r.skipped_off))
+    by_vuln = vuln_findings or {}
+    return DepsData(
+        upstream=tuple(record(d) for d in r.up.declarations),
+        bundle=tuple(record(d) for d in b.declarations),
+        added=tuple(record(d) for d in r.diff.added),
+        removed=tuple(record(d) for d in r.diff.removed),
+        changed=tuple(c.to_json() for c in r.diff.changed),
+        vulnerabilities=tuple(_vuln_record(v, by_vuln.get(i, ()))
+                              for i, v in enumerate(r.report.vulnerabilities)),
+        source=SourceRecord(**r.report.source.to_json()),
+        cmake_fetches=tuple(_fetch(d) for d in b.declarations
+                            if d.kind in (Kind.CMAKE_GIT, Kind.CMAKE_URL)),
+        indexes=tuple(IndexRecord(option=d.name, url=d.url, file=d.file, line=d.line)
+                      for d in b.declarations if d.kind is Kind.INDEX),
+        checked=tuple((p.name, p.version) for p in r.report.checked),
+        files={"upstream": r.up.files, "bundle": b.files},
+        upstream_not_checked=r.up.not_checked, split=split,
+        lock=_lock_record(r.lock, r.lock_label) if r.lock is not None else None,
+        unpinned_deployed=tuple(UnpinnedRecord(record(d), why_unpinned(d)) for d in r.unpinned),
+        notes=tuple(r.notes), shell_computed=tuple(sk.to_json() for sk in r.shell_computed))
 
 
 def surface_for(spec: Spec, b: Extraction) -> Surface:
@@ -344,72 +401,110 @@ class DepsStage(Stage):
         dd = diff(up.declarations, b.declarations, typosquat_distance=deps.typosquat_distance,
                   popular=popular_packages())
         deployed, _ = split(b.declarations, surface)
-        notes: list[str] = []
-        if lock is not None:
-            pinned = sorted({Package(p.name, p.version) for p in lock.active()
-                             if p.version and not p.url}, key=lambda p: (p.name, p.version))
-            unpinned: list[Declaration] = []
-            by_url = [p for p in lock.active() if p.url]
-            if by_url:
-                notes.append(f"{len(by_url)} lock entr(ies) come from a URL, not the index: "
-                             + ", ".join(f"{p.name} ({p.url})" for p in by_url[:10]))
-            lock_gaps = [f"vulnerabilities: {p.name} (lock line {p.line}) not checked: locked by "
-                         "URL without a version" for p in by_url if not p.version]
-            pinned += [Package(p.name, p.version) for p in by_url if p.version]
-        else:
-            pinned, unpinned = partition_pins(deployed)
-            lock_gaps = []
+        todo = _lookups(lock, deployed)
         source = make_source(deps, ctx.workdir, online=ctx.options.online, lock=lock)
-        with ctx.status(f"vulnerabilities of {len(pinned)} pinned packages: {deps.vulns}"):
-            report = source.check(pinned)
+        with ctx.status(f"vulnerabilities of {len(todo.pinned)} pinned packages: {deps.vulns}"):
+            report = source.check(todo.pinned)
+        issues, of_vuln = _issues(dd, report, deployed, lock, lock_label)
         att = Attributor(ws, upstream_tree)
-        issues = list(dd.issues)
-        if lock is not None:
-            issues += lock_vulnerability_issues(report.vulnerabilities, deployed, lock,
-                                                lock_label)
-            issues += drift_issues(deployed, dd.added, lock, lock_label)
-        else:
-            issues += vulnerability_issues(report.vulnerabilities, deployed)
         findings = [_finding(i, att, policy) for i in issues]
         if ctx.spec.scan is not None and ctx.spec.scan.waivers is not None:
+            # the waivers keep the findings' order (expired waivers add findings at the end)
             findings = apply_waivers(findings, load_waivers(ctx.spec.scan.waivers))
+        by_vuln: dict[int, list[Finding]] = {}
+        for n, v in enumerate(of_vuln):
+            if v is not None:
+                by_vuln.setdefault(v, []).append(findings[n])
         findings.sort(key=lambda f: (f.path, f.line, f.rule, f.message))
-        skipped_on: list[str] = []
-        skipped_off: list[Skip] = []
-        shell: dict[str, list[Skip]] = {}
-        for sk in b.skipped:
-            if not surface.skip_deployed(sk):
-                skipped_off.append(sk)
-                continue
-            covered = surface.covers_computed(sk)
-            if covered is not None:
-                notes.append(f"{sk}: the engine profile reads it from {covered}, which is on "
-                             "the deployed surface")
-                continue
-            if sk.topic is Topic.SHELL_COMPUTED:
-                shell.setdefault(sk.file, []).append(sk)
-                continue
-            skipped_on.append(str(sk))
-        # one reason per deployed file for what its shell computes (the list is in the details)
-        skipped_on += [f"{file}: {len(sks)} pip install argument(s) or package source(s) "
-                       "computed by the shell: what they install is not checked (listed in "
-                       "deps.shell_computed)" for file, sks in sorted(shell.items())]
-        reasons_nc = [*skipped_on, *report.not_checked, *lock_gaps]
-        if unpinned:
-            reasons_nc.append(unpinned_reason(unpinned))
+        notes = list(todo.notes)
+        skips = _skips(b, surface, notes)
+        reasons_nc = [*skips.deployed, *report.not_checked, *todo.gaps]
+        if todo.unpinned:
+            reasons_nc.append(unpinned_reason(todo.unpinned))
         too_old = snapshot_age(report, deps.max_age_days, dt.datetime.now(dt.UTC))
         if too_old:
             reasons_nc.append(too_old)
         not_checked = tuple(dict.fromkeys(reasons_nc))
-        return StageResult(
-            name=self.name,
-            status=status_for(findings, not_checked, ()),
-            details=build_details(up, b, dd, report, surface, lock, unpinned, notes,
-                                  skipped_off, lock_label)
-            | {"shell_computed": [sk.to_json() for sks in shell.values() for sk in sks]},
-            findings=tuple(findings),
-            not_checked=not_checked,
-        )
+        read = Read(up=up, bundle=b, diff=dd, report=report, surface=surface, lock=lock,
+                    lock_label=lock_label, unpinned=todo.unpinned, notes=notes,
+                    skipped_off=skips.off_surface, shell_computed=skips.shell)
+        return StageResult(name=self.name, status=status_for(findings, not_checked, ()),
+                           data=deps_data(read, by_vuln), findings=tuple(findings),
+                           not_checked=not_checked)
+
+
+@dataclass(frozen=True)
+class _Lookups:
+    """What to look vulnerabilities up for: the pinned packages, the deployed declarations that
+    cannot be (without a lock), notes, and lock entries that cannot be (by URL, no version)."""
+
+    pinned: list[Package]
+    unpinned: list[Declaration]
+    notes: tuple[str, ...]
+    gaps: tuple[str, ...]
+
+
+def _lookups(lock: Lock | None, deployed: Sequence[Declaration]) -> _Lookups:
+    if lock is None:
+        pinned, unpinned = partition_pins(deployed)
+        return _Lookups(pinned, unpinned, (), ())
+    pinned = sorted({Package(p.name, p.version) for p in lock.active()
+                     if p.version and not p.url}, key=lambda p: (p.name, p.version))
+    by_url = [p for p in lock.active() if p.url]
+    notes = ((f"{len(by_url)} lock entr(ies) come from a URL, not the index: "
+              + ", ".join(f"{p.name} ({p.url})" for p in by_url[:10])),) if by_url else ()
+    gaps = tuple(f"vulnerabilities: {p.name} (lock line {p.line}) not checked: locked by URL "
+                 "without a version" for p in by_url if not p.version)
+    pinned += [Package(p.name, p.version) for p in by_url if p.version]
+    return _Lookups(pinned, [], notes, gaps)
+
+
+def _issues(dd: DepsDiff, report: VulnReport, deployed: Sequence[Declaration],
+            lock: Lock | None, lock_label: str) -> tuple[list[Issue], list[int | None]]:
+    """Every issue, and for each the position of its vulnerability in ``report`` (or None)."""
+    issues = list(dd.issues)
+    of_vuln: list[int | None] = [None] * len(issues)
+    for n, v in enumerate(report.vulnerabilities):
+        found = (lock_vulnerability_issues([v], deployed, lock, lock_label) if lock is not None
+                 else vulnerability_issues([v], deployed))
+        issues += found
+        of_vuln += [n] * len(found)
+    if lock is not None:
+        drift = drift_issues(deployed, dd.added, lock, lock_label)
+        issues += drift
+        of_vuln += [None] * len(drift)
+    return issues, of_vuln
+
+
+@dataclass(frozen=True)
+class _Skips:
+    deployed: list[str]  # not-checked lines for deployed files
+    off_surface: list[Skip]
+    shell: list[Skip]  # pip install arguments computed by the shell, in deployed files
+
+
+def _skips(b: Extraction, surface: Surface, notes: list[str]) -> _Skips:
+    """What extraction could not read in the bundle, by whether it matters (adds to ``notes``)."""
+    on: list[str] = []
+    off: list[Skip] = []
+    shell: dict[str, list[Skip]] = {}
+    for sk in b.skipped:
+        if not surface.skip_deployed(sk):
+            off.append(sk)
+            continue
+        covered = surface.covers_computed(sk)
+        if covered is not None:
+            notes.append(f"{sk}: the engine profile reads it from {covered}, which is on "
+                         "the deployed surface")
+        elif sk.topic is Topic.SHELL_COMPUTED:
+            shell.setdefault(sk.file, []).append(sk)
+        else:
+            on.append(str(sk))
+    # one reason per deployed file for what its shell computes (the list is in the result)
+    on += [f"{file}: {len(sks)} pip install argument(s) or package source(s) "
+           "computed by the shell: what they install is not checked (listed in "
+           "deps.shell_computed)" for file, sks in sorted(shell.items())]
+    return _Skips(on, off, [sk for sks in shell.values() for sk in sks])
 
 
 def _lock_label(spec: Spec, lock: Path | None) -> str:

@@ -11,12 +11,12 @@ carried: it says nothing about the inputs.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 from auditor.model import AuditResult, StageResult, StageStatus
-from auditor.report.view import as_list, as_map
+from auditor.results.deps import DepsData
 
 UNPINNED_PREFIX = "vulnerabilities of "
 UNPINNED_MARK = "unpinned deployed requirement"
@@ -42,13 +42,12 @@ def _is_unpinned(reason: str) -> bool:
     return reason.startswith(UNPINNED_PREFIX) and UNPINNED_MARK in reason
 
 
-def _unpinned_keys(details: Mapping[str, Any]) -> set[tuple[str, str, str, str]]:
-    out = set()
-    for d in as_list(details.get("unpinned_deployed")):
-        m = as_map(d)
-        out.add((str(m.get("kind")), str(m.get("name")), str(m.get("specifier") or m.get("url")),
-                 str(m.get("file"))))
-    return out
+def _unpinned_keys(st: StageResult) -> set[tuple[str, str, str, str]]:
+    data = st.data_as(DepsData)
+    if data is None:
+        return set()
+    return {(u.decl.kind, u.decl.name, str(u.decl.specifier or u.decl.url), u.decl.file)
+            for u in data.unpinned_deployed}
 
 
 def _carried(reason: str, old: StageResult | None, new: StageResult) -> bool:
@@ -57,8 +56,8 @@ def _carried(reason: str, old: StageResult | None, new: StageResult) -> bool:
     if _is_unpinned(reason):
         if not any(_is_unpinned(r) for r in old.not_checked):
             return False
-        now = _unpinned_keys(new.details)
-        return bool(now) and now <= _unpinned_keys(old.details)
+        now = _unpinned_keys(new)
+        return bool(now) and now <= _unpinned_keys(old)
     return reason_key(reason) in {reason_key(r) for r in old.not_checked}
 
 

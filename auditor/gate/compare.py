@@ -9,12 +9,14 @@ itself. Everything else counts as new.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from auditor.model import Action, Finding
-from auditor.report.view import as_list, as_map, dep_text
+from auditor.results.base import JsonObject
+from auditor.results.deps import DeclarationRecord, DepsData, VulnRecord
+from auditor.textsafe import redact
 
 _RANK = {Action.INFO: 0, Action.REVIEW: 1, Action.BLOCK: 2}
 
@@ -61,41 +63,52 @@ def compare_findings(baseline: Sequence[Finding], current: Sequence[Finding]) ->
 class DepsDiff:
     """What the dependency picture gained since the baseline (entries as the deps stage gave them)."""
 
-    added: tuple[Any, ...]
-    removed: tuple[Any, ...]
-    changed: tuple[Any, ...]
-    vulnerabilities: tuple[Any, ...]
+    added: tuple[DeclarationRecord, ...]
+    removed: tuple[DeclarationRecord, ...]
+    changed: tuple[JsonObject, ...]
+    vulnerabilities: tuple[VulnRecord, ...]
     compared: bool  # False when either audit has no dependency data
 
     def to_json(self) -> dict[str, Any]:
-        return {"compared": self.compared, "added": list(self.added),
-                "removed": list(self.removed), "changed": list(self.changed),
-                "vulnerabilities": list(self.vulnerabilities)}
+        return {"compared": self.compared, "added": [d.to_json() for d in self.added],
+                "removed": [d.to_json() for d in self.removed],
+                "changed": [dict(c) for c in self.changed],
+                "vulnerabilities": [v.to_json() for v in self.vulnerabilities]}
 
     @property
     def empty(self) -> bool:
         return not (self.added or self.removed or self.changed or self.vulnerabilities)
 
 
-def _vuln_key(v: Any) -> str:
-    if isinstance(v, Mapping):
-        return f"{v.get('id')}\0{v.get('package')}\0{v.get('version')}"
-    return str(v)
+def decl_text(d: DeclarationRecord) -> str:
+    """``name version (file)``: how a declaration is shown, and what identifies it here."""
+    text = f"{d.name} {d.pin or d.specifier}".strip()
+    return redact(f"{text} ({d.file})" if d.file else text)
 
 
-def _since(old: Sequence[Any], new: Sequence[Any], key: Any = dep_text) -> tuple[Any, ...]:
+def _change_key(c: JsonObject) -> str:
+    return redact(str(c.get("name", "")))
+
+
+def _vuln_key(v: VulnRecord) -> str:
+    return f"{v.id}\0{v.package}\0{v.version}"
+
+
+_T = TypeVar("_T")
+
+
+def _since(old: Sequence[_T], new: Sequence[_T], key: Callable[[_T], str]) -> tuple[_T, ...]:
     seen = {key(x) for x in old}
     return tuple(x for x in new if key(x) not in seen)
 
 
-def compare_deps(old: Mapping[str, Any] | None, new: Mapping[str, Any] | None) -> DepsDiff:
-    o, n = as_map(old), as_map(new)
-    compared = bool(o) and bool(n)
+def compare_deps(old: DepsData | None, new: DepsData | None) -> DepsDiff:
+    if old is None or new is None:
+        return DepsDiff((), (), (), (), compared=False)
     return DepsDiff(
-        added=_since(as_list(o.get("added")), as_list(n.get("added"))),
-        removed=_since(as_list(o.get("removed")), as_list(n.get("removed"))),
-        changed=_since(as_list(o.get("changed")), as_list(n.get("changed"))),
-        vulnerabilities=_since(as_list(o.get("vulnerabilities")),
-                               as_list(n.get("vulnerabilities")), _vuln_key),
-        compared=compared,
+        added=_since(old.added, new.added, decl_text),
+        removed=_since(old.removed, new.removed, decl_text),
+        changed=_since(old.changed, new.changed, _change_key),
+        vulnerabilities=_since(old.vulnerabilities, new.vulnerabilities, _vuln_key),
+        compared=True,
     )

@@ -9,12 +9,12 @@ placed where it stood in the old one.
 from __future__ import annotations
 
 from collections import defaultdict, deque
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from auditor.report.view import as_text, patch_ids, series_commits
+from auditor.results.verify import VerifyData
 from auditor.textsafe import redact
 
 
@@ -59,14 +59,17 @@ class CommitMatch:
                 "new": self.new.to_json() if self.new else None}
 
 
-def entries(details: Mapping[str, Any]) -> tuple[SeriesEntry, ...]:
-    """The listed series of a verify stage's details, in order, with patch-ids and subjects."""
-    pids = patch_ids(details)
-    out = []
-    for i, c in enumerate(series_commits(details), 1):
-        sha = as_text(c.get("sha"))
-        out.append(SeriesEntry(i, sha, as_text(c.get("subject")).strip(), pids.get(sha)))
-    return tuple(out)
+def entries(verify: VerifyData | None) -> tuple[SeriesEntry, ...]:
+    """The listed series of a verify stage's result, in order, with patch-ids and subjects (from
+    the listed commits when the stage read them, else the listed shas alone)."""
+    if verify is None:
+        return ()
+    if verify.commits:
+        return tuple(SeriesEntry(i, c.commit.sha, c.commit.subject.strip(),
+                                 verify.patch_id(c.commit.sha))
+                     for i, c in enumerate(verify.commits, 1))
+    return tuple(SeriesEntry(i, sha, "", verify.patch_id(sha))
+                 for i, sha in enumerate(verify.listed, 1))
 
 
 def _norm_subject(subject: str) -> str:

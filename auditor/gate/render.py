@@ -12,13 +12,14 @@ from typing import Any
 
 from rich.console import Console
 
+from auditor.gate.compare import DepsDiff, decl_text
 from auditor.gate.match import CommitMatch, MatchKind, counts
 from auditor.gate.result import GateResult
 from auditor.model import Finding
 from auditor.report.console import safe
 from auditor.report.markdown import VERDICT_MARK, code, finding_row, md, table
-from auditor.report.view import clean_finding, dep_text, short, vulnerabilities
-from auditor.textsafe import dump_json
+from auditor.report.view import clean_finding, short, vulnerabilities
+from auditor.textsafe import dump_json, redact
 
 _COLOUR = {MatchKind.UNCHANGED: "green", MatchKind.CHANGED: "yellow", MatchKind.ADDED: "cyan",
            MatchKind.DROPPED: "red"}
@@ -96,76 +97,87 @@ def gate_markdown(g: GateResult) -> str:
     out.append("")
     out += [f"- {md(r)}" for r in g.reasons]
     out.append("")
-
-    out += ["## Series (range-diff)", ""]
-    if not g.series:
-        out += ["No series commits on either side.", ""]
-    else:
-        rows = []
-        for m in g.series:
-            new, carried = _findings_of(g, m)
-            review = {MatchKind.UNCHANGED: "kept: reviewed in the baseline",
-                      MatchKind.CHANGED: "**review again**: the patch changed",
-                      MatchKind.ADDED: "**review**: new commit",
-                      MatchKind.DROPPED: "dropped"}[m.kind]
-            if m.subject_changed and m.old is not None:
-                review += f" (subject was: {md(m.old.subject)})"
-            rows.append([
-                f"{m.old.index}: {code(short(m.old.sha))}" if m.old else "—",
-                m.kind.mark.replace(">", "\\>").replace("<", "\\<"),
-                f"{m.new.index}: {code(short(m.new.sha))}" if m.new else "—",
-                md(_subject(m)),
-                review,
-                f"{len(new)} new, {len(carried)} carried" if m.new else "—",
-            ])
-        out += table(["old", "", "new", "subject", "review", "findings"], rows, limit=300,
-                      more="in gate.json")
-        out.append("")
-
-    out += ["## New findings (these count)", ""]
-    if g.findings.new:
-        out += table(["action", "severity", "category", "location", "commit", "rule", "message"],
-                     (finding_row(clean_finding(f)) for f in g.findings.new), more="in gate.json")
-    else:
-        out.append("None.")
-    out.append("")
-    out += ["## Carried from the baseline (already reviewed)", ""]
-    if g.findings.carried:
-        out += table(["action", "severity", "category", "location", "commit", "rule", "message"],
-                     (finding_row(clean_finding(f)) for f in g.findings.carried),
-                     more="in gate.json")
-    else:
-        out.append("None.")
-    out.append("")
-    if g.findings.resolved:
-        out += ["## Gone since the baseline", ""]
-        out += table(["action", "severity", "category", "location", "commit", "rule", "message"],
-                     (finding_row(clean_finding(f)) for f in g.findings.resolved),
-                     more="in gate.json")
-        out.append("")
-
+    out += _series_section(g)
+    out += _findings_sections(g)
     if g.not_checked.carried:
         out += ["## Not checked, accepted in the baseline", ""]
         out += [f"- {md(stage)}: {md(r)}" for stage, r in g.not_checked.carried[:200]]
         out.append("")
-    out += ["## Dependencies since the baseline", ""]
-    d = g.deps
+    out += _deps_section(g.deps)
+    out.append("")
+    out.append("The full audit of the new version is in report.md / report.html next to this file.")
+    return "\n".join(out) + "\n"
+
+
+_REVIEW = {MatchKind.UNCHANGED: "kept: reviewed in the baseline",
+           MatchKind.CHANGED: "**review again**: the patch changed",
+           MatchKind.ADDED: "**review**: new commit",
+           MatchKind.DROPPED: "dropped"}
+
+
+def _series_section(g: GateResult) -> list[str]:
+    out = ["## Series (range-diff)", ""]
+    if not g.series:
+        return [*out, "No series commits on either side.", ""]
+    rows = []
+    for m in g.series:
+        new, carried = _findings_of(g, m)
+        review = _REVIEW[m.kind]
+        if m.subject_changed and m.old is not None:
+            review += f" (subject was: {md(m.old.subject)})"
+        rows.append([
+            f"{m.old.index}: {code(short(m.old.sha))}" if m.old else "—",
+            m.kind.mark.replace(">", "\\>").replace("<", "\\<"),
+            f"{m.new.index}: {code(short(m.new.sha))}" if m.new else "—",
+            md(_subject(m)),
+            review,
+            f"{len(new)} new, {len(carried)} carried" if m.new else "—",
+        ])
+    out += table(["old", "", "new", "subject", "review", "findings"], rows, limit=300,
+                 more="in gate.json")
+    out.append("")
+    return out
+
+
+_FINDING_COLUMNS = ["action", "severity", "category", "location", "commit", "rule", "message"]
+
+
+def _findings_sections(g: GateResult) -> list[str]:
+    out: list[str] = []
+    for title, findings, always in (("New findings (these count)", g.findings.new, True),
+                                    ("Carried from the baseline (already reviewed)",
+                                     g.findings.carried, True),
+                                    ("Gone since the baseline", g.findings.resolved, False)):
+        if not findings and not always:
+            continue
+        out += [f"## {title}", ""]
+        if findings:
+            out += table(_FINDING_COLUMNS, (finding_row(clean_finding(f)) for f in findings),
+                         more="in gate.json")
+        else:
+            out.append("None.")
+        out.append("")
+    return out
+
+
+def _deps_section(d: DepsDiff) -> list[str]:
+    out = ["## Dependencies since the baseline", ""]
     if not d.compared:
         out.append("Not compared: the dependency stage did not produce data in both audits.")
         if not d.empty:
             out.append("")
-    if d.compared or not d.empty:
-        for label, items in (("added", d.added), ("removed", d.removed), ("changed", d.changed)):
-            out.append(f"- newly {label}: "
-                       + (", ".join(md(dep_text(x)) for x in items) or "none"))
-        vulns = vulnerabilities({"vulnerabilities": list(d.vulnerabilities)})
-        if vulns:
-            out.append("")
-            out += table(["id", "package", "version", "fixed in", "severity"],
-                         ([md(x.id), md(x.package), md(x.version), md(x.fixed), md(x.severity)]
-                          for x in vulns))
-        else:
-            out.append("- new known vulnerabilities: none")
-    out.append("")
-    out.append("The full audit of the new version is in report.md / report.html next to this file.")
-    return "\n".join(out) + "\n"
+    if not d.compared and d.empty:
+        return out
+    for label, items in (("added", [decl_text(x) for x in d.added]),
+                         ("removed", [decl_text(x) for x in d.removed]),
+                         ("changed", [redact(str(c.get("name", ""))) for c in d.changed])):
+        out.append(f"- newly {label}: " + (", ".join(md(x) for x in items) or "none"))
+    vulns = vulnerabilities({"vulnerabilities": [v.to_json() for v in d.vulnerabilities]})
+    if vulns:
+        out.append("")
+        out += table(["id", "package", "version", "fixed in", "severity"],
+                     ([md(x.id), md(x.package), md(x.version), md(x.fixed), md(x.severity)]
+                      for x in vulns))
+    else:
+        out.append("- new known vulnerabilities: none")
+    return out

@@ -17,6 +17,8 @@ from auditor.gate.compare import DepsDiff, FindingDiff, compare_deps, compare_fi
 from auditor.gate.match import CommitMatch, counts, entries, match_series
 from auditor.model import AuditResult, StageStatus, Verdict, compute_verdict
 from auditor.report.view import as_map, clean_finding
+from auditor.results.deps import DepsData
+from auditor.results.verify import VerifyData
 
 GATE_SCHEMA = "auditor/gate/v1"
 
@@ -70,24 +72,28 @@ class GateResult:
         } | ({"review": dict(self.review)} if self.review is not None else {})
 
 
+def _verify(audit: AuditResult) -> VerifyData | None:
+    st = audit.stages.get("verify")
+    return st.data_as(VerifyData) if st is not None else None
+
+
 def _summary(audit: AuditResult) -> dict[str, Any]:
     engine = as_map(audit.inputs.get("engine"))
-    verify = audit.stages.get("verify")
-    up = as_map(verify.details.get("upstream")) if verify else {}
+    verify = _verify(audit)
+    up = verify.upstream if verify is not None else None
     return {"verdict": audit.verdict.value,
             "engine": {"profile": engine.get("profile"), "version": engine.get("version")},
-            "upstream": {"ref": up.get("ref") or as_map(audit.inputs.get("upstream")).get("ref"),
-                         "commit": up.get("commit")}}
+            "upstream": {"ref": (up.ref if up is not None else None)
+                         or as_map(audit.inputs.get("upstream")).get("ref"),
+                         "commit": up.commit if up is not None else None}}
 
 
 def decide(baseline: AuditResult, audit: AuditResult, *, baseline_path: str = "") -> GateResult:
     from auditor.review.carry import carry_review
 
     audit, carry = carry_review(baseline, audit)  # sign-offs of unchanged hunks still count
-    old_verify = baseline.stages.get("verify")
-    new_verify = audit.stages.get("verify")
-    old_series = entries(old_verify.details) if old_verify else ()
-    new_series = entries(new_verify.details) if new_verify else ()
+    old_series = entries(_verify(baseline))
+    new_series = entries(_verify(audit))
     series = match_series(old_series, new_series)
     findings = compare_findings(baseline.findings, audit.findings)
     carried = set(map(id, findings.carried))
@@ -129,8 +135,6 @@ def decide(baseline: AuditResult, audit: AuditResult, *, baseline_path: str = ""
                       review=carry.to_json() if carry is not None else None)
 
 
-def _deps(audit: AuditResult) -> dict[str, Any] | None:
+def _deps(audit: AuditResult) -> DepsData | None:
     st = audit.stages.get("deps")
-    if st is None or st.status is StageStatus.NOT_REQUESTED:
-        return None
-    return dict(st.details)
+    return st.data_as(DepsData) if st is not None else None

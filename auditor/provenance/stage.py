@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from auditor.errors import InputError
@@ -28,9 +28,18 @@ from auditor.provenance.anomalies import Anomaly, AnomalyKind, find_anomalies
 from auditor.provenance.compare import compare, display, tree_entries
 from auditor.provenance.gitview import ProofGit, open_repos
 from auditor.provenance.replay import Replay, replay
-from auditor.provenance.series import SeriesCheck, check_series, diff_stats
+from auditor.provenance.series import LIST_MAX, SeriesCheck, check_series, diff_stats
 from auditor.provenance.treehash import hash_folder, manifest_digest
 from auditor.provenance.unpack import Unpacked, unpack_bundle
+from auditor.results.verify import (
+    CommitRecord,
+    HeadRef,
+    ProofCheck,
+    ReplayRecord,
+    SeriesRecord,
+    UpstreamRef,
+    VerifyData,
+)
 from auditor.spec import POLICIES_DIR, Spec
 from auditor.stage import Context, Stage
 
@@ -59,30 +68,9 @@ class VerifyStage(Stage):
     def run(self, ctx: Context) -> StageResult:
         spec = ctx.spec
         policy = policy_for(spec)
-        allow_merges = spec.patches.allow_merges or policy.allow_merges
         upstream_git, git = open_repos(spec.upstream.repo, spec.patches.repo)
-        reasons: list[str] = []
-
-        ref_commit = upstream_git.rev_parse(spec.upstream.ref)
-        base = ref_commit
-        if ref_commit is None:
-            reasons.append(f"upstream ref {spec.upstream.ref} does not resolve in "
-                           f"{spec.upstream.repo}")
-        pinned = spec.upstream.commit
-        if pinned is not None:
-            if upstream_git.rev_parse(pinned) != pinned:
-                reasons.append(f"pinned upstream commit {pinned} does not exist in "
-                               f"{spec.upstream.repo}")
-            else:
-                base = pinned
-                if ref_commit is not None and ref_commit != pinned:
-                    reasons.append(f"upstream ref {spec.upstream.ref} resolves to "
-                                   f"{ref_commit[:12]}, not the pinned commit {pinned[:12]}: "
-                                   f"the tag was moved or re-created")
-        head = git.rev_parse(spec.patches.ref)
-        if head is None:
-            reasons.append(f"patches ref {spec.patches.ref} does not resolve in "
-                           f"{spec.patches.repo}")
+        refs = _resolve_refs(spec, upstream_git, git)
+        base, head = refs.base, refs.head
 
         # The trees, the series check, the replay, the tree listings and the diff stats only need
         # git; the unpacking and hashing only need the bundle. They run side by side (git works
@@ -97,79 +85,119 @@ class VerifyStage(Stage):
                 hashed = hash_folder(unpacked.root, jobs=ctx.options.jobs * 2,
                                      known=unpacked.digests)
             side = git_side.result() if git_side is not None else None
-        upstream_tree: str | None
-        head_tree: str | None
         if side is not None:
-            upstream_tree, head_tree = side.upstream_tree, side.head_tree
+            upstream_tree: str | None = side.upstream_tree
+            head_tree: str | None = side.head_tree
         else:
             upstream_tree = git.tree_of(base) if base else None
             head_tree = git.tree_of(head) if head else None
-        details: dict[str, Any] = {
-            "ok": False,
-            "upstream": {"ref": spec.upstream.ref, "commit": base, "ref_commit": ref_commit,
-                         "pinned": pinned, "tree": upstream_tree},
-            "head": {"ref": spec.patches.ref, "commit": head, "tree": head_tree},
-            "expected_tree": None,
-            "bundle_tree": hashed.tree,
-            "bundle": _bundle_json(spec, unpacked),
-            "bundle_format": unpacked.format.to_json() if unpacked.format else None,
-            "manifest_digest": manifest_digest(hashed.manifest),
-            "file_count": len(hashed.manifest),
-        }
+        data = VerifyData(
+            ok=False,
+            upstream=UpstreamRef(ref=spec.upstream.ref, commit=base, ref_commit=refs.ref_commit,
+                                 pinned=spec.upstream.commit, tree=upstream_tree),
+            head=HeadRef(ref=spec.patches.ref, commit=head, tree=head_tree),
+            expected_tree=None, bundle_tree=hashed.tree, bundle=_bundle_json(spec, unpacked),
+            bundle_format=unpacked.format.to_json() if unpacked.format else None,
+            manifest_digest=manifest_digest(hashed.manifest), file_count=len(hashed.manifest))
         if base is None or head is None or side is None:
-            return StageResult(self.name, StageStatus.FAILED, details=details,
-                               reasons=tuple(reasons))
-
-        assert upstream_tree is not None and head_tree is not None
-        series, rp = side.series, side.replay
-        reasons += series.reasons(allow_merges)
-        if rp.tree is None:
-            failed = next(c for c in series.commits if c.sha == rp.failed_commit)
-            reasons.append(f"the series does not apply: commit {failed.sha[:12]} "
-                           f"({display(failed.subject)[:60]}) conflicts after "
-                           f"{len(rp.applied)} applied: {rp.error}")
-        elif rp.tree != head_tree and not series.reasons(allow_merges=True):
-            reasons.append(f"the replayed series gives tree {rp.tree[:12]}, but "
-                           f"{spec.patches.ref} has tree {head_tree[:12]}")
-        against = side.against
-        differences = compare(git, against, hashed.manifest, unpacked.root,
+            return StageResult(self.name, StageStatus.FAILED, data, reasons=refs.reasons)
+        reasons = [*refs.reasons, *_series_reasons(ctx, side, policy)]
+        differences = compare(git, side.against, hashed.manifest, unpacked.root,
                               ctx.workdir / "verify")
         unexplained = [d for d in differences if d.explained is None]
         if unexplained:
-            what = "the replayed series" if rp.tree else f"{spec.patches.ref} (series did not apply)"
+            what = ("the replayed series" if side.replay.tree
+                    else f"{spec.patches.ref} (series did not apply)")
             reasons.append(f"bundle tree {hashed.tree[:12]} differs from {what} "
                            f"({len(unexplained)} path{'s' if len(unexplained) != 1 else ''})")
-
         anomalies = find_anomalies(
             git=git, upstream_commit=base, head_commit=head,
             upstream=side.upstream_entries, series=side.series_entries,
             manifest=hashed.manifest, bundle_root=unpacked.root,
             git_entries=unpacked.git_entries, differences=differences)
         findings = tuple(finding_of(a, policy) for a in anomalies if a.is_finding)
-
         ok = not reasons
-        stats = side.stats
-        details.update({
-            "ok": ok,
-            "expected_tree": rp.tree,
-            "series": series.to_json(),
-            "replay": {"applied": len(rp.applied), "failed_commit": rp.failed_commit,
-                       "error": rp.error or None},
-            "compared_with": "replayed series" if rp.tree else "head",
-            "bundle_matches_head": hashed.tree == head_tree,
-            "differences": [d.to_json() for d in differences[:DIFFERENCES_MAX]],
-            "differences_total": len(differences),
-            "anomalies": [a.to_json() for a in anomalies],
-            "commits": [{**c.to_json(), "stats": stats.get(c.sha)} for c in series.commits],
-        })
-        ctx.artifacts["workspace"] = Workspace(
+        rp = side.replay
+        data = replace(data, ok=ok, expected_tree=rp.tree, proof=ProofCheck(
+            series=_series_record(side.series),
+            replay=ReplayRecord(applied=len(rp.applied), failed_commit=rp.failed_commit,
+                                error=rp.error or None),
+            compared_with="replayed series" if rp.tree else "head",
+            bundle_matches_head=hashed.tree == side.head_tree,
+            differences=tuple(d.to_json() for d in differences[:DIFFERENCES_MAX]),
+            differences_total=len(differences),
+            anomalies=tuple(a.to_json() for a in anomalies),
+            commits=tuple(CommitRecord(c, side.stats.get(c.sha)) for c in side.series.commits)))
+        ctx.workspace = Workspace(
             upstream_repo=spec.upstream.repo, patches_repo=spec.patches.repo,
-            upstream_commit=base, upstream_tree=upstream_tree, head_commit=head,
-            head_tree=head_tree, expected_tree=rp.tree, commits=series.commits,
+            upstream_commit=base, upstream_tree=side.upstream_tree, head_commit=head,
+            head_tree=side.head_tree, expected_tree=rp.tree, commits=side.series.commits,
             bundle_root=unpacked.root, bundle_tree=hashed.tree, manifest=hashed.manifest,
             proof_ok=ok)
-        return StageResult(self.name, StageStatus.OK if ok else StageStatus.FAILED,
-                           details=details, findings=findings, reasons=tuple(reasons))
+        return StageResult(self.name, StageStatus.OK if ok else StageStatus.FAILED, data,
+                           findings=findings, reasons=tuple(reasons))
+
+
+@dataclass(frozen=True)
+class _Refs:
+    """Upstream (its ref and pin) and the series head, resolved; why not, one line each."""
+
+    base: str | None  # the proof's upstream commit: the pin when it exists, else the ref's
+    ref_commit: str | None
+    head: str | None
+    reasons: tuple[str, ...]
+
+
+def _resolve_refs(spec: Spec, upstream_git: ProofGit, git: ProofGit) -> _Refs:
+    reasons: list[str] = []
+    ref_commit = upstream_git.rev_parse(spec.upstream.ref)
+    base = ref_commit
+    if ref_commit is None:
+        reasons.append(f"upstream ref {spec.upstream.ref} does not resolve in "
+                       f"{spec.upstream.repo}")
+    pinned = spec.upstream.commit
+    if pinned is not None:
+        if upstream_git.rev_parse(pinned) != pinned:
+            reasons.append(f"pinned upstream commit {pinned} does not exist in "
+                           f"{spec.upstream.repo}")
+        else:
+            base = pinned
+            if ref_commit is not None and ref_commit != pinned:
+                reasons.append(f"upstream ref {spec.upstream.ref} resolves to "
+                               f"{ref_commit[:12]}, not the pinned commit {pinned[:12]}: "
+                               f"the tag was moved or re-created")
+    head = git.rev_parse(spec.patches.ref)
+    if head is None:
+        reasons.append(f"patches ref {spec.patches.ref} does not resolve in "
+                       f"{spec.patches.repo}")
+    return _Refs(base=base, ref_commit=ref_commit, head=head, reasons=tuple(reasons))
+
+
+def _series_reasons(ctx: Context, side: _GitSide, policy: Policy) -> list[str]:
+    """How the listed series differs from the branch, and whether it replays to the head."""
+    spec = ctx.spec
+    allow_merges = spec.patches.allow_merges or policy.allow_merges
+    series, rp = side.series, side.replay
+    reasons = series.reasons(allow_merges)
+    if rp.tree is None:
+        failed = next(c for c in series.commits if c.sha == rp.failed_commit)
+        reasons.append(f"the series does not apply: commit {failed.sha[:12]} "
+                       f"({display(failed.subject)[:60]}) conflicts after "
+                       f"{len(rp.applied)} applied: {rp.error}")
+    elif rp.tree != side.head_tree and not series.reasons(allow_merges=True):
+        reasons.append(f"the replayed series gives tree {rp.tree[:12]}, but "
+                       f"{spec.patches.ref} has tree {side.head_tree[:12]}")
+    return reasons
+
+
+def _series_record(series: SeriesCheck) -> SeriesRecord:
+    """The series check as the stage reports it (long lists capped; totals given)."""
+    return SeriesRecord(
+        listed=series.listed, unlisted=series.unlisted[:LIST_MAX],
+        unlisted_total=len(series.unlisted), missing=tuple(m.listed for m in series.missing),
+        missing_why={m.listed: m.why for m in series.missing}, duplicates=series.duplicates,
+        merges=series.merges, order_ok=series.order_ok, patch_ids=series.patch_ids,
+        actual=series.actual[:LIST_MAX])
 
 
 @dataclass(frozen=True)

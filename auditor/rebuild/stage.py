@@ -16,7 +16,7 @@ import posixpath
 import shutil
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +39,7 @@ from auditor.rebuild.overlay import Overlay, build_overlay, verify_origins
 from auditor.rebuild.plan import (
     BuildPlan,
     ModuleAction,
+    ModuleDecision,
     last_commits,
     make_plan,
     package_folders,
@@ -54,6 +55,16 @@ from auditor.rebuild.wheel import (
     unpack_wheel,
     with_local_label,
 )
+from auditor.results.build import (
+    Abi,
+    BuildData,
+    BuiltWheel,
+    LeftOut,
+    ModuleRecord,
+    OfficialWheel,
+    PythonFiles,
+)
+from auditor.results.build import Toolchain as ToolchainRecord
 from auditor.stage import Context, Stage
 
 
@@ -93,6 +104,8 @@ class BuildStage(Stage):
 
 
 class _BuildRun:
+    """One build stage run; its findings and reasons accumulate, the result is made at the end."""
+
     def __init__(self, ctx: Context) -> None:
         assert ctx.spec.build is not None
         self.ctx = ctx
@@ -103,35 +116,43 @@ class _BuildRun:
         self.by_policy: set[str] = set()  # fingerprints whose action the policy decides
         self.reasons: list[str] = []
         self.not_checked: list[str] = []
-        self.details: dict[str, Any] = {
-            "recipe": str(self.recipe.path), "target": self.recipe.target,
-            "archs": list(self.recipe.archs),
-            "wheel": None, "official_wheel": None, "modules": [],
-            "toolchain": {"nvcc": None, "cc": None,
-                          "expected": {"nvcc": self.recipe.toolchain.nvcc,
-                                       "cc": self.recipe.toolchain.cc_version},
-                          "matches": None},
-            "sandbox": None, "environment": None, "reproducible": None, "repro": None,
-            "origins": {}, "left_out": [],
-            "python": {"replaced": [], "added": [], "dropped": [], "not_packaged": []},
-            "source_date_epoch": None, "started": self.started, "finished": None,
-        }
+        self.data = BuildData(
+            recipe=str(self.recipe.path), target=self.recipe.target, archs=self.recipe.archs,
+            toolchain=ToolchainRecord(nvcc=None, cc=None,
+                                      expected={"nvcc": self.recipe.toolchain.nvcc,
+                                                "cc": self.recipe.toolchain.cc_version},
+                                      matches=None),
+            started=self.started)
+
+    def note(self, **fields: Any) -> None:
+        """Record what the run learned (fields of :class:`BuildData`)."""
+        self.data = replace(self.data, **fields)
 
     # ------------------------------------------------------------ result
 
     def result(self) -> StageResult:
-        self.details["finished"] = _now()
-        if self.reasons:
-            self.details["wheel"] = None
+        data = replace(self.data, finished=_now(),
+                       wheel=None if self.reasons else self.data.wheel)
         findings = self.apply_policy(self.findings)
         status = status_for(findings, self.not_checked, self.reasons)
-        return StageResult("build", status, details=self.details, findings=tuple(findings),
+        return StageResult("build", status, data, findings=tuple(findings),
                            not_checked=tuple(self.not_checked), reasons=tuple(self.reasons))
+
+    def stop(self, plan: BuildPlan, official: UnpackedWheel,
+             built: Mapping[str, BuiltModule] | None = None) -> StageResult:
+        """The result of a run that stopped after planning: every module as it stands."""
+        built = built or {}
+        self.note(modules=tuple(
+            self.module_entry(d, official, built.get(d.module.wheel_path),
+                              self.abi_of(built[d.module.wheel_path], official)
+                              if d.module.wheel_path in built else None)
+            for d in plan.decisions))
+        return self.result()
 
     # ------------------------------------------------------------ the run
 
     def run(self) -> StageResult:
-        ctx, recipe = self.ctx, self.recipe
+        ctx = self.ctx
         ws = ctx.workspace
         if ws is None:
             self.not_checked.append("no verified workspace")
@@ -141,80 +162,39 @@ class _BuildRun:
                                 "bundle")
             return self.result()
         epoch = source_date_epoch(ws)
-        self.details["source_date_epoch"] = epoch
-
-        wheel_file = self.official_wheel_file()
-        if wheel_file is None:
+        self.note(source_date_epoch=epoch)
+        official = self.official_wheel()
+        if official is None or self.reasons:
             return self.result()
-        digest = sha256_file(wheel_file)
-        self.details["official_wheel"] = {"file": wheel_file.name, "path": str(wheel_file),
-                                          "name": None, "version": None, "sha256": digest,
-                                          "expected_sha256": recipe.wheel.sha256}
-        if digest != recipe.wheel.sha256:
-            self.reasons.append(f"official wheel {wheel_file.name}: sha256 {digest} differs from "
-                                f"the recipe's pin {recipe.wheel.sha256}")
-            return self.result()
-        with ctx.status(f"unpacking {wheel_file.name}"):
-            official = unpack_wheel(wheel_file, ctx.workdir / "official",
-                                    max_files=recipe.wheel.max_files,
-                                    max_member_bytes=recipe.wheel.max_member_bytes,
-                                    max_bytes=recipe.wheel.max_bytes)
-        self.details["official_wheel"].update(name=official.name.name,
-                                              version=official.name.version)
-        lies = record_problems(official)
-        if lies:
-            self.reasons += [f"official wheel RECORD lies: {p}" for p in lies[:20]]
-            if len(lies) > 20:
-                self.reasons.append(f"official wheel RECORD lies: {len(lies) - 20} more")
-            return self.result()
-
-        self.check_versions(official)
-        if self.reasons:
-            return self.result()
-
-        plan = make_plan(ws, recipe, ctx.spec.profile.native_globs)
+        plan = make_plan(ws, self.recipe, ctx.spec.profile.native_globs)
         commits: dict[str, str | None] = dict(last_commits(ws))
         self.report_left_out(ws, plan, commits)
-        for path in plan.unclaimed_native:
-            self.reasons.append(f"{path}: a changed native source that no module of the recipe "
-                                "builds")
-            self.findings.append(Finding(
-                rule="build.unclaimed-native-source", category=Category.PROVENANCE,
-                severity=Severity.HIGH, action=Action.BLOCK, path=path, line=0,
-                commit=commits.get(path), scanner="build",
-                message=f"the series changes the native source {path}, which no module of the "
-                        f"recipe {recipe.path.name} claims: nobody knows how it would be built",
-                fingerprint=fingerprint_of("build.unclaimed-native-source", path,
-                                           ws.manifest[path].sha256 if path in ws.manifest
-                                           else "deleted")))
+        self.report_unclaimed(ws, plan, commits)
         if self.reasons:
-            self.details["modules"] = [self.module_entry(d, official, None, None)
-                                       for d in plan.decisions]
-            return self.result()
-        packages = recipe.wheel.packages or package_folders(official.members)
-        self.details["official_differs_from_upstream"] = self.official_vs_upstream(
-            official, plan, packages)
-        version = with_local_label(official.name.version, f"audited.{ws.bundle_tree[:12]}")
-        toolchain: Toolchain | None = None
-        sandbox: Sandbox | None = None
+            return self.stop(plan, official)
+        packages = self.recipe.wheel.packages or package_folders(official.members)
+        self.note(official_differs_from_upstream=tuple(
+            self.official_vs_upstream(official, plan, packages)))
         try:
-            if plan.to_build:
-                toolchain, sandbox = self.prepare_build(plan)
+            tools = self.prepare_build(plan) if plan.to_build else None
         except ToolError as exc:
             self.not_checked.append(f"no module was built: {exc.message}"
                                     + (f" ({exc.hint})" if exc.hint else ""))
-            self.details["modules"] = [self.module_entry(d, official, None, None)
-                                       for d in plan.decisions]
-            return self.result()
+            return self.stop(plan, official)
         for d in plan.decisions:
             if d.module.wheel_path not in official.members:
                 self.reasons.append(f"module {d.module.name}: the official wheel has no "
                                     f"{d.module.wheel_path}")
         if self.reasons:
-            self.details["modules"] = [self.module_entry(d, official, None, None)
-                                       for d in plan.decisions]
-            return self.result()
+            return self.stop(plan, official)
+        return self.build_and_overlay(ws, plan, official, packages, tools, commits, epoch)
 
+    def build_and_overlay(self, ws: Workspace, plan: BuildPlan, official: UnpackedWheel,
+                          packages: tuple[str, ...], tools: tuple[Toolchain, Sandbox] | None,
+                          commits: Mapping[str, str | None], epoch: int) -> StageResult:
+        """Build the changed modules (twice with repro), overlay the official wheel, compare."""
+        ctx, recipe = self.ctx, self.recipe
+        version = with_local_label(official.name.version, f"audited.{ws.bundle_tree[:12]}")
         variants = [Variant("a", ctx.workdir / "build-a", 0o022, False)]
         if self.repro:
             variants.append(Variant("b", ctx.workdir / "repro" / "second-build-elsewhere",
@@ -224,20 +204,15 @@ class _BuildRun:
         try:
             for v in variants:
                 built = {}
-                if plan.to_build:
-                    assert toolchain is not None and sandbox is not None
+                if tools is not None:
                     with ctx.status(f"building {len(plan.to_build)} module(s), build {v.label}"):
-                        built = self.build_variant(v, ws, plan, toolchain, sandbox, epoch)
+                        built = self.build_variant(v, ws, plan, *tools, epoch)
                 builds.append(built)
                 if v.label == "a":
                     self.check_abi(built, official)
                     if self.reasons:
-                        self.details["modules"] = [
-                            self.module_entry(d, official, built.get(d.module.wheel_path),
-                                              self.abi_of(built[d.module.wheel_path], official)
-                                              if d.module.wheel_path in built else None)
-                            for d in plan.decisions]
-                        return self.result()
+                        return self.stop(plan, official, built)
+                toolchain = tools[0] if tools is not None else None
                 origin_detail = {wp: (m, self.built_origin(m, plan, toolchain))
                                  for wp, m in built.items()}
                 overlays.append(build_overlay(
@@ -246,32 +221,83 @@ class _BuildRun:
                     commits=commits))
         except BuildFailed as exc:
             self.reasons.append(exc.message)
-            self.details["modules"] = [self.module_entry(d, official, None, None)
-                                       for d in plan.decisions]
-            return self.result()
+            return self.stop(plan, official)
+        return self.finish(ws, plan, official, builds, overlays)
 
+    def finish(self, ws: Workspace, plan: BuildPlan, official: UnpackedWheel,
+               builds: list[dict[str, BuiltModule]], overlays: list[Overlay]) -> StageResult:
+        """Check every file's origin, compare the two builds, and copy the wheel out."""
+        ctx = self.ctx
         first, built_a = overlays[0], builds[0]
-        problems = verify_origins(first, official, ws, built_a, ctx.workdir / "verify-output")
-        self.reasons += problems
-        self.details["origins"] = {p: o.to_json() for p, o in sorted(first.origins.items())}
-        self.details["python"] = {"replaced": list(first.replaced), "added": list(first.added),
-                                  "dropped": list(first.dropped),
-                                  "not_packaged": list(first.not_packaged)}
+        self.reasons += verify_origins(first, official, ws, built_a, ctx.workdir / "verify-output")
         abis = {wp: self.abi_of(m, official) for wp, m in built_a.items()}
-        self.details["modules"] = [self.module_entry(d, official, built_a.get(d.module.wheel_path),
-                                                     abis.get(d.module.wheel_path))
-                                   for d in plan.decisions]
+        self.note(
+            origins={p: o.to_json() for p, o in sorted(first.origins.items())},
+            python=PythonFiles(replaced=tuple(first.replaced), added=tuple(first.added),
+                               dropped=tuple(first.dropped),
+                               not_packaged=tuple(first.not_packaged)),
+            modules=tuple(self.module_entry(d, official, built_a.get(d.module.wheel_path),
+                                            abis.get(d.module.wheel_path))
+                          for d in plan.decisions))
         if self.repro:
             self.compare_builds(builds, overlays)
         out = ctx.out_dir / first.wheel.name
         ctx.out_dir.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(first.wheel, out)
         if not self.reasons:
-            self.details["wheel"] = {"file": out.name, "name": first.name.name,
-                                     "version": first.name.version, "sha256": sha256_file(out)}
+            self.note(wheel=BuiltWheel(file=out.name, name=first.name.name,
+                                       version=first.name.version, sha256=sha256_file(out)))
         return self.result()
 
     # ------------------------------------------------------------ pieces
+
+    def official_wheel(self) -> UnpackedWheel | None:
+        """The official wheel unpacked, once its pin, RECORD and version were checked; None when
+        it is not here (not checked) or a check failed (a reason)."""
+        ctx, recipe = self.ctx, self.recipe
+        wheel_file = self.official_wheel_file()
+        if wheel_file is None:
+            return None
+        digest = sha256_file(wheel_file)
+        record = OfficialWheel(file=wheel_file.name, path=str(wheel_file), name=None,
+                               version=None, sha256=digest, expected_sha256=recipe.wheel.sha256)
+        self.note(official_wheel=record)
+        if digest != recipe.wheel.sha256:
+            self.reasons.append(f"official wheel {wheel_file.name}: sha256 {digest} differs from "
+                                f"the recipe's pin {recipe.wheel.sha256}")
+            return None
+        with ctx.status(f"unpacking {wheel_file.name}"):
+            official = unpack_wheel(wheel_file, ctx.workdir / "official",
+                                    max_files=recipe.wheel.max_files,
+                                    max_member_bytes=recipe.wheel.max_member_bytes,
+                                    max_bytes=recipe.wheel.max_bytes)
+        self.note(official_wheel=replace(record, name=official.name.name,
+                                         version=official.name.version))
+        lies = record_problems(official)
+        if lies:
+            self.reasons += [f"official wheel RECORD lies: {p}" for p in lies[:20]]
+            if len(lies) > 20:
+                self.reasons.append(f"official wheel RECORD lies: {len(lies) - 20} more")
+            return None
+        self.check_versions(official)
+        return official
+
+    def report_unclaimed(self, ws: Workspace, plan: BuildPlan,
+                         commits: Mapping[str, str | None]) -> None:
+        """A changed native source no module builds: a reason and a blocking finding."""
+        for path in plan.unclaimed_native:
+            self.reasons.append(f"{path}: a changed native source that no module of the recipe "
+                                "builds")
+            self.findings.append(Finding(
+                rule="build.unclaimed-native-source", category=Category.PROVENANCE,
+                severity=Severity.HIGH, action=Action.BLOCK, path=path, line=0,
+                commit=commits.get(path), scanner="build",
+                message=f"the series changes the native source {path}, which no module of the "
+                        f"recipe {self.recipe.path.name} claims: nobody knows how it would be "
+                        "built",
+                fingerprint=fingerprint_of("build.unclaimed-native-source", path,
+                                           ws.manifest[path].sha256 if path in ws.manifest
+                                           else "deleted")))
 
     def official_wheel_file(self) -> Path | None:
         w = self.recipe.wheel
@@ -340,9 +366,10 @@ class _BuildRun:
                            need_cmake=any(d.module.builder is BuilderKind.CMAKE
                                           for d in plan.to_build))
         diffs = compare(recipe.toolchain, toolchain)
-        self.details["toolchain"].update(nvcc=toolchain.nvcc_version, cc=toolchain.cc_version,
-                                         matches=not diffs, differences=diffs,
-                                         programs=toolchain.to_json()["programs"])
+        self.note(toolchain=replace(self.data.toolchain, nvcc=toolchain.nvcc_version,
+                                    cc=toolchain.cc_version, matches=not diffs,
+                                    differences=tuple(diffs),
+                                    programs=toolchain.to_json()["programs"]))
         for diff in diffs:
             self.findings.append(self.policy_finding(Finding(
                 rule="build.toolchain-mismatch", category=Category.PROVENANCE,
@@ -352,7 +379,7 @@ class _BuildRun:
                 fingerprint=fingerprint_of("build.toolchain-mismatch", recipe.path.name,
                                            diff))))
         sandbox = select_sandbox(recipe.sandbox.kind, self.ctx.workdir / "sandbox-probe")
-        self.details["sandbox"] = sandbox.describe()
+        self.note(sandbox=sandbox.describe())
         return toolchain, sandbox
 
     def policy_finding(self, f: Finding) -> Finding:
@@ -377,8 +404,9 @@ class _BuildRun:
         for path, why in [(p, "binary") for p in plan.binaries] + \
                          [(p, "symbolic link") for p in plan.links]:
             bf = ws.manifest[path]
-            self.details["left_out"].append({"path": path, "reason": why, "size": bf.size,
-                                             "sha256": bf.sha256, "commit": commits.get(path)})
+            self.note(left_out=(*self.data.left_out,
+                                LeftOut(path=path, reason=why, size=bf.size, sha256=bf.sha256,
+                                        commit=commits.get(path))))
             if why == "binary":
                 self.findings.append(self.policy_finding(Finding(
                     rule="build.bundle-binary", category=Category.BINARY_ARTIFACT,
@@ -397,8 +425,8 @@ class _BuildRun:
         (v.root / "tmp").mkdir(parents=True, exist_ok=True)
         env = self.fixed_env(v, toolchain, epoch)
         if v.label == "a":
-            self.details["environment"] = {k: val.replace(str(v.root), "$ROOT")
-                                           for k, val in env.items()}
+            self.note(environment={k: val.replace(str(v.root), "$ROOT")
+                                   for k, val in env.items()})
         readable: list[Path] = list(self.recipe.sandbox.readable)
         for program in (toolchain.nvcc, toolchain.cc, toolchain.cxx, toolchain.strip,
                         toolchain.cmake):
@@ -441,15 +469,15 @@ class _BuildRun:
                               "cc": tc.cc_version if tc else None},
                 "sources": list(d.changed), "commands": list(m.commands)}
 
-    def abi_of(self, m: BuiltModule, official: UnpackedWheel) -> dict[str, list[str]]:
+    def abi_of(self, m: BuiltModule, official: UnpackedWheel) -> Abi:
         """Exported dynamic symbols of the rebuilt module against the official one."""
         wp = self.module_by_name(m.name).wheel_path
         old = exported_symbols(official.local(wp), "official module")
         new = exported_symbols(m.path, "rebuilt module")
         old_weak = exported_symbols(official.local(wp), "official module", weak=True)
         missing = old - new
-        return {"missing": sorted(missing - old_weak), "added": sorted(new - old),
-                "missing_weak": sorted(missing & old_weak)}
+        return Abi(missing=tuple(sorted(missing - old_weak)), added=tuple(sorted(new - old)),
+                   missing_weak=tuple(sorted(missing & old_weak)))
 
     def module_by_name(self, name: str) -> Any:
         return next(x for x in self.recipe.modules if x.name == name)
@@ -459,39 +487,37 @@ class _BuildRun:
         a missing weak one (C++ vague linkage) is a finding to review."""
         for m in built.values():
             abi = self.abi_of(m, official)
-            if abi["missing"]:
-                shown = ", ".join(abi["missing"][:10])
-                more = f" and {len(abi['missing']) - 10} more" if len(abi["missing"]) > 10 else ""
+            if abi.missing:
+                shown = ", ".join(abi.missing[:10])
+                more = f" and {len(abi.missing) - 10} more" if len(abi.missing) > 10 else ""
                 self.reasons.append(f"module {m.name}: the rebuilt module no longer exports "
-                                    f"{len(abi['missing'])} symbol(s) of the official one: "
+                                    f"{len(abi.missing)} symbol(s) of the official one: "
                                     f"{shown}{more}")
-            if abi["missing_weak"]:
+            if abi.missing_weak:
                 wp = self.module_by_name(m.name).wheel_path
                 self.findings.append(self.policy_finding(Finding(
                     rule="build.abi-weak-symbols-missing", category=Category.PROVENANCE,
                     severity=Severity.LOW, action=Action.REVIEW, path=wp, line=0, commit=None,
                     scanner="build",
-                    message=f"module {m.name}: {len(abi['missing_weak'])} weak symbol(s) of the "
+                    message=f"module {m.name}: {len(abi.missing_weak)} weak symbol(s) of the "
                             f"official module are not exported by the rebuilt one (inline or "
                             f"template code; check the recipe's flags): "
-                            + ", ".join(abi["missing_weak"][:10]),
+                            + ", ".join(abi.missing_weak[:10]),
                     fingerprint=fingerprint_of("build.abi-weak-symbols-missing", wp,
-                                               " ".join(abi["missing_weak"])))))
+                                               " ".join(abi.missing_weak)))))
 
-    def module_entry(self, d: Any, official: UnpackedWheel, m: BuiltModule | None,
-                     abi: Mapping[str, list[str]] | None) -> dict[str, Any]:
+    def module_entry(self, d: ModuleDecision, official: UnpackedWheel, m: BuiltModule | None,
+                     abi: Abi | None) -> ModuleRecord:
         member = official.members.get(d.module.wheel_path)
-        built = d.action is ModuleAction.BUILT and m is not None
-        return {
-            "name": d.module.name, "wheel_path": d.module.wheel_path,
-            "action": d.action.value if d.action is ModuleAction.OFFICIAL or built else "not-built",
-            "sha256": m.sha256 if built and m else (member.sha256 if member else None),
-            "official_sha256": member.sha256 if member else None,
-            "builder": d.module.builder.value, "recipe_entry": d.module.entry,
-            "sources": list(d.module.sources), "changed_sources": list(d.changed),
-            "commands": list(m.commands) if built and m else [],
-            "abi": dict(abi) if abi is not None else None,
-        }
+        built = m if d.action is ModuleAction.BUILT else None
+        return ModuleRecord(
+            name=d.module.name, wheel_path=d.module.wheel_path,
+            action=d.action.value if d.action is ModuleAction.OFFICIAL or built else "not-built",
+            sha256=built.sha256 if built else (member.sha256 if member else None),
+            official_sha256=member.sha256 if member else None,
+            builder=d.module.builder.value, recipe_entry=d.module.entry,
+            sources=tuple(d.module.sources), changed_sources=tuple(d.changed),
+            commands=tuple(built.commands) if built else (), abi=abi)
 
     def compare_builds(self, builds: list[dict[str, BuiltModule]], overlays: list[Overlay]) -> None:
         a, b = builds
@@ -506,14 +532,13 @@ class _BuildRun:
                                                                                      mb.path)}
         wa, wb = sha256_file(overlays[0].wheel), sha256_file(overlays[1].wheel)
         same &= wa == wb
-        self.details["reproducible"] = same
-        self.details["repro"] = {
+        self.note(reproducible=same, repro={
             "builds": [{"root": "build-a", "umask": "0022", "env_order": "forward"},
                        {"root": "repro/second-build-elsewhere", "umask": "0027",
                         "env_order": "reversed"}],
             "modules": modules,
             "wheel": {"first": wa, "second": wb, "identical": wa == wb},
-        }
+        })
         if not same:
             differing = [f"{n} (sections {', '.join(v['sections']) or '?'})"
                          for n, v in modules.items() if not v["identical"]
@@ -545,10 +570,11 @@ def copy_bundle(ws: Workspace, dest: Path, *, exclude: set[str], epoch: int) -> 
 
 def export_build(result: StageResult, ctx: Context, dest_dir: Path) -> Path | None:
     """Copy the built wheel from the audit directory to ``dest_dir``; None when none was built."""
-    wheel = result.details.get("wheel") if result.status is StageStatus.OK else None
-    if not wheel:
+    data = result.data_as(BuildData)
+    wheel = data.wheel if data is not None and result.status is StageStatus.OK else None
+    if wheel is None:
         return None
-    src = ctx.out_dir / str(wheel["file"])
+    src = ctx.out_dir / wheel.file
     dest_dir.mkdir(parents=True, exist_ok=True)
     target = dest_dir / src.name
     shutil.copyfile(src, target)

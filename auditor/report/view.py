@@ -1,8 +1,9 @@
-"""What every report shows, read defensively from an :class:`~auditor.model.AuditResult`.
+"""What every report shows, read from an :class:`~auditor.model.AuditResult`'s typed stage results.
 
 The formatters (Markdown, HTML, console, GitHub) render the same :class:`ReportView`; only the
-escaping differs. Stage details are other stages' JSON, so every field is optional here: what is
-missing is shown as missing, never guessed. Untrusted text is *redacted* here (secrets never reach any
+escaping differs. The summaries, the proof and the series come from the typed results
+(:mod:`auditor.results`); the deps, build, sbom and unit tables are rendered from each stage's JSON
+object (what audit.json holds), read by the display helpers below. Untrusted text is *redacted* here (secrets never reach any
 format) but not escaped: each formatter escapes for its own syntax.
 """
 
@@ -22,6 +23,13 @@ from auditor.model import (
     StageStatus,
     Verdict,
 )
+from auditor.results.build import BuildData
+from auditor.results.deps import DepsData
+from auditor.results.review import ReviewData
+from auditor.results.sbom import SbomData
+from auditor.results.scan import ScanData
+from auditor.results.unit import UnitData
+from auditor.results.verify import VerifyData
 from auditor.textsafe import redact
 
 ACTIONS: tuple[Action, ...] = (Action.BLOCK, Action.REVIEW, Action.INFO)
@@ -41,9 +49,6 @@ def as_list(value: Any) -> list[Any]:
 def as_text(value: Any) -> str:
     return "" if value is None else str(value)
 
-
-def _int(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
 def short(sha: Any, n: int = 10) -> str:
@@ -207,19 +212,22 @@ def build_view(audit: AuditResult) -> ReportView:
         by_category=tuple(by_cat),
         findings=findings,
         counts=Counts.of(findings),
-        deps=_details(stages["deps"]),
-        build=_details(stages["build"]),
-        sbom=_details(stages["sbom"]),
-        unit=_details(stages["unit"]),
+        deps=_shown(stages["deps"]),
+        build=_shown(stages["build"]),
+        sbom=_shown(stages["sbom"]),
+        unit=_shown(stages["unit"]),
         tool=f"{as_text(audit.tool.get('name')) or 'auditor'} {as_text(audit.tool.get('version'))}"
              .strip(),
-        review=(redact(_review_summary(review.details))
+        review=(redact(_review_summary(review.data_as(ReviewData)))
                 if review.status is StageStatus.OK else None),
     )
 
 
-def _details(st: StageResult) -> Mapping[str, Any] | None:
-    return None if st.status is StageStatus.NOT_REQUESTED else st.details
+def _shown(st: StageResult) -> Mapping[str, Any] | None:
+    """The stage's JSON object for the tables (None when the spec left the stage out)."""
+    if st.status is StageStatus.NOT_REQUESTED:
+        return None
+    return st.data.to_json() if st.data is not None else {}
 
 
 _ACTION_RANK = {Action.BLOCK: 0, Action.REVIEW: 1, Action.INFO: 2}
@@ -254,10 +262,7 @@ def _stage_line(st: StageResult, findings: Sequence[Finding]) -> StageLine:
     if st.status is StageStatus.NOT_REQUESTED:
         summary = "not requested by the spec"
     else:
-        try:
-            summary = redact(_SUMMARIES.get(st.name, _generic)(st.details))
-        except Exception as exc:  # details of an unexpected shape: say so, do not crash the report
-            summary = f"details unreadable ({type(exc).__name__})"
+        summary = redact(_summary(st))
         if st.status is StageStatus.INCOMPLETE:
             what = "; ".join(redact(x) for x in (st.not_checked or st.reasons)) or "did not finish"
             summary = f"incomplete: {what}" + (f" — {summary}" if summary else "")
@@ -269,66 +274,53 @@ def _stage_line(st: StageResult, findings: Sequence[Finding]) -> StageLine:
     return StageLine(st.name, st.status, summary, problems, counts)
 
 
-def _generic(d: Mapping[str, Any]) -> str:
+def _summary(st: StageResult) -> str:
+    """One line on what the stage found ("" when it has no result to tell of)."""
+    d = st.data
+    if isinstance(d, VerifyData):
+        return _verify_summary(d)
+    if isinstance(d, ScanData):
+        return _scan_summary(d)
+    if isinstance(d, DepsData):
+        return _deps_summary(d)
+    if isinstance(d, BuildData):
+        return _build_summary(d)
+    if isinstance(d, SbomData):
+        return _sbom_summary(d)
+    if isinstance(d, UnitData):
+        return f"{d.unit or 'unit'}: {_exposure_words(d)}"
+    if isinstance(d, ReviewData):
+        return _review_summary(d)
     return ""
 
 
-def _verify_summary(d: Mapping[str, Any]) -> str:
-    if not d:
-        return ""
-    up = as_map(d.get("upstream"))
-    n = len(as_list(as_map(d.get("series")).get("listed")))
-    ok = d.get("ok")
-    ref = as_text(up.get("ref")) or "?"
-    if ok is True:
-        return f"proof holds: bundle tree {short(d.get('bundle_tree'))} = upstream {ref} + {n} " \
+def _verify_summary(d: VerifyData) -> str:
+    n = len(d.listed)
+    ref = d.upstream.ref or "?"
+    if d.ok:
+        return f"proof holds: bundle tree {short(d.bundle_tree)} = upstream {ref} + {n} " \
                f"listed commit(s)"
-    if ok is False:
-        diffs = len(as_list(d.get("differences")))
-        return f"proof FAILED: bundle is not upstream {ref} + the {n} listed commit(s)" + (
-            f"; {diffs} path(s) differ" if diffs else "")
-    return "proof not decided"
+    diffs = len(d.proof.differences) if d.proof is not None else 0
+    return f"proof FAILED: bundle is not upstream {ref} + the {n} listed commit(s)" + (
+        f"; {diffs} path(s) differ" if diffs else "")
 
 
-def _scan_summary(d: Mapping[str, Any]) -> str:
-    parts = []
-    if d.get("scope"):
-        parts.append(f"scope {as_text(d.get('scope'))}")
-    checked = d.get("checked_files")
-    if isinstance(checked, (list, tuple)):
-        parts.append(f"{len(checked)} file(s) checked")
-    elif isinstance(checked, int):
-        parts.append(f"{checked} file(s) checked")
-    scanners = d.get("scanners")
-    if isinstance(scanners, Mapping):
-        names = [f"{k} {as_text(v.get('version')) if isinstance(v, Mapping) else as_text(v)}"
-                 .strip() for k, v in scanners.items()]
-        parts.append("scanners: " + ", ".join(names))
-    elif isinstance(scanners, (list, tuple)):
-        parts.append("scanners: " + ", ".join(
-            as_text(s.get("name")) if isinstance(s, Mapping) else as_text(s) for s in scanners))
-    cache = as_map(d.get("cache"))
-    if cache:
-        hits = cache.get("hits")
-        if hits is not None:
-            parts.append(f"cache hits {as_text(hits)}")
+def _scan_summary(d: ScanData) -> str:
+    parts = [f"scope {d.scope.value}", f"{len(d.checked_files)} file(s) checked"]
+    if d.scanners:
+        parts.append("scanners: " + ", ".join(f"{k} {v}".strip() for k, v in d.scanners.items()))
+    parts.append(f"cache hits {d.cache.hits}")
     return "; ".join(parts)
 
 
-def _deps_summary(d: Mapping[str, Any]) -> str:
-    if not d:
-        return ""
-    added, removed, changed = (len(as_list(d.get(k))) for k in ("added", "removed", "changed"))
-    vulns = len(as_list(d.get("vulnerabilities")))
-    text = f"{added} added, {removed} removed, {changed} changed dependencies; " \
-           f"{vulns} known vulnerabilit{'y' if vulns == 1 else 'ies'}"
-    src = as_map(d.get("source"))
-    if src:
-        text += f" (source: {as_text(src.get('kind')) or '?'}"
-        if src.get("date"):
-            text += f", {as_text(src.get('date'))}"
-        text += ")"
-    return text
+def _deps_summary(d: DepsData) -> str:
+    vulns = len(d.vulnerabilities)
+    text = f"{len(d.added)} added, {len(d.removed)} removed, {len(d.changed)} changed " \
+           f"dependencies; {vulns} known vulnerabilit{'y' if vulns == 1 else 'ies'}"
+    text += f" (source: {d.source.kind or '?'}"
+    if d.source.date:
+        text += f", {d.source.date}"
+    return text + ")"
 
 
 def reproducible_word(value: Any) -> str:
@@ -369,30 +361,28 @@ def origin_counts(origins: Any) -> list[tuple[str, int]]:
     return sorted(counts.items())
 
 
-def _build_summary(d: Mapping[str, Any]) -> str:
-    if not d:
-        return ""
+def _build_summary(d: BuildData) -> str:
     parts = []
-    wheel = as_map(d.get("wheel"))
-    if wheel:
-        parts.append(f"wheel {as_text(wheel.get('file')) or '?'} (sha256 "
-                     f"{short(wheel.get('sha256'), 16)})")
-    built = dict(module_groups(d.get("modules"))).get("built", [])
-    parts.append(f"{len(built)} module(s) compiled here")
-    if "reproducible" in d:
-        parts.append(reproducible_word(d.get("reproducible")))
+    if d.wheel is not None:
+        parts.append(f"wheel {d.wheel.file} (sha256 {short(d.wheel.sha256, 16)})")
+    parts.append(f"{len(d.built)} module(s) compiled here")
+    parts.append(reproducible_word(d.reproducible))
     return "; ".join(parts)
 
 
-def _sbom_summary(d: Mapping[str, Any]) -> str:
+def _sbom_summary(d: SbomData) -> str:
     parts = []
-    sbom = as_map(d.get("sbom"))
-    if sbom:
-        parts.append(f"SBOM {as_text(sbom.get('file')) or '?'}")
-    prov = as_map(d.get("provenance"))
-    if prov:
-        parts.append(f"provenance {as_text(prov.get('file')) or 'statement'}")
+    if d.sbom is not None:
+        parts.append(f"SBOM {d.sbom.file}")
+    if d.provenance is not None:
+        parts.append(f"provenance {d.provenance.file}")
     return "; ".join(parts)
+
+
+def _exposure_words(d: UnitData) -> str:
+    if d.exposure is None:
+        return "exposure not measured"
+    return f"exposure {d.exposure.score} {d.exposure.label}".strip()
 
 
 def exposure_text(d: Mapping[str, Any]) -> str:
@@ -402,34 +392,11 @@ def exposure_text(d: Mapping[str, Any]) -> str:
     return f"exposure {as_text(exp.get('score'))} {as_text(exp.get('label'))}".strip()
 
 
-def _unit_summary(d: Mapping[str, Any]) -> str:
-    if not d:
-        return ""
-    unit = d.get("unit")
-    name = as_text(unit.get("file") or unit.get("name")) if isinstance(unit, Mapping) \
-        else as_text(unit)
-    return f"{name or 'unit'}: {exposure_text(d)}"
-
-
-def _review_summary(d: Mapping[str, Any]) -> str:
-    return as_text(d.get("summary"))
-
-
-_SUMMARIES = {"verify": _verify_summary, "scan": _scan_summary, "deps": _deps_summary,
-              "build": _build_summary, "sbom": _sbom_summary, "unit": _unit_summary,
-              "review": _review_summary}
+def _review_summary(d: ReviewData | None) -> str:
+    return d.summary if d is not None else ""
 
 
 # ---------------------------------------------------------------- the proof and the series
-
-
-def _strs(values: Any) -> tuple[str, ...]:
-    out = []
-    for v in as_list(values):
-        if isinstance(v, Mapping):
-            v = v.get("sha") or v.get("commit") or v.get("path") or v.get("message") or v
-        out.append(redact(as_text(v)))
-    return tuple(out)
 
 
 def _anomaly_text(a: Any) -> str:
@@ -445,96 +412,56 @@ def _anomaly_text(a: Any) -> str:
 
 
 def _proof(st: StageResult) -> Proof:
-    d = st.details
-    up = as_map(d.get("upstream"))
-    series = as_map(d.get("series"))
-    ok = d.get("ok") if isinstance(d.get("ok"), bool) else None
-    if st.status is StageStatus.FAILED:
-        ok = False
-    order = series.get("order_ok")
+    d = st.data_as(VerifyData)
+    if d is None:  # the stage crashed before it had anything to say
+        return Proof(ok=False if st.status is StageStatus.FAILED else None, upstream_ref="",
+                     upstream_commit="", upstream_tree="", expected_tree="", bundle_tree="",
+                     listed=0, unlisted=(), missing=(), merges=(), order_ok=None, differences=(),
+                     differences_total=0, anomalies=())
+    p = d.proof
     diffs = tuple({k: (redact(v) if isinstance(v, str) else v) for k, v in x.items()}
-                  for x in as_list(d.get("differences")) if isinstance(x, Mapping))
+                  for x in (p.differences if p is not None else ()))
     return Proof(
-        ok=ok,
-        upstream_ref=redact(as_text(up.get("ref"))),
-        upstream_commit=as_text(up.get("commit")),
-        upstream_tree=as_text(up.get("tree")),
-        expected_tree=as_text(d.get("expected_tree")),
-        bundle_tree=as_text(d.get("bundle_tree")),
-        listed=len(as_list(series.get("listed"))),
-        unlisted=_strs(series.get("unlisted")),
-        missing=_strs(series.get("missing")),
-        merges=_strs(series.get("merges")),
-        order_ok=order if isinstance(order, bool) else None,
+        ok=False if st.status is StageStatus.FAILED else d.ok,
+        upstream_ref=redact(d.upstream.ref),
+        upstream_commit=as_text(d.upstream.commit),
+        upstream_tree=as_text(d.upstream.tree),
+        expected_tree=as_text(d.expected_tree),
+        bundle_tree=d.bundle_tree,
+        listed=len(d.listed),
+        unlisted=tuple(redact(x) for x in p.series.unlisted) if p is not None else (),
+        missing=tuple(redact(x) for x in p.series.missing) if p is not None else (),
+        merges=tuple(redact(x) for x in p.series.merges) if p is not None else (),
+        order_ok=p.series.order_ok if p is not None else None,
         differences=diffs,
-        differences_total=max(len(diffs), _int(d.get("differences_total"))),
-        anomalies=tuple(_anomaly_text(a) for a in as_list(d.get("anomalies"))),
+        differences_total=max(len(diffs), p.differences_total if p is not None else 0),
+        anomalies=tuple(_anomaly_text(a) for a in (p.anomalies if p is not None else ())),
     )
-
-
-def patch_ids(details: Mapping[str, Any]) -> dict[str, str | None]:
-    """sha -> patch-id from the verify details (``series.patch_ids`` as a mapping or a list,
-    then each commit's own ``patch_id``)."""
-    out: dict[str, str | None] = {}
-    series = as_map(details.get("series"))
-    raw = series.get("patch_ids")
-    if isinstance(raw, Mapping):
-        out.update({str(k): (None if v is None else str(v)) for k, v in raw.items()})
-    else:
-        listed = [as_text(x) for x in as_list(series.get("listed"))]
-        for i, item in enumerate(as_list(raw)):
-            if isinstance(item, Mapping):
-                sha = as_text(item.get("sha") or item.get("commit"))
-                pid = item.get("patch_id") or item.get("patch-id")
-                if sha:
-                    out[sha] = None if pid is None else str(pid)
-            elif i < len(listed):
-                out[listed[i]] = None if item is None else str(item)
-    for c in as_list(details.get("commits")):
-        if isinstance(c, Mapping) and c.get("sha") and out.get(str(c["sha"])) is None:
-            pid = c.get("patch_id")
-            out[str(c["sha"])] = None if pid is None else str(pid)
-    return out
-
-
-def series_commits(details: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    """The listed series, in order, as mappings with at least ``sha`` (from ``commits`` when the
-    stage gave them, else from ``series.listed``)."""
-    commits = [c for c in as_list(details.get("commits"))
-               if isinstance(c, Mapping) and c.get("sha")]
-    if commits:
-        return commits
-    return [{"sha": as_text(s)} for s in as_list(as_map(details.get("series")).get("listed"))
-            if as_text(s)]
 
 
 def _commits(verify: StageResult, findings: Sequence[Finding]
              ) -> tuple[tuple[CommitView, ...], tuple[Group, ...]]:
-    pids = patch_ids(verify.details)
-    series = series_commits(verify.details)
+    data = verify.data_as(VerifyData)
+    series = data.commits if data is not None else ()
     by_commit: dict[str | None, list[Finding]] = {}
     for f in findings:
         by_commit.setdefault(f.commit, []).append(f)
     views = []
-    for i, c in enumerate(series, 1):
-        sha = as_text(c.get("sha"))
-        own = tuple(sorted(by_commit.pop(sha, []), key=_finding_order))
-        stats = c.get("stats")
+    for i, record in enumerate(series, 1):
+        c = record.commit
+        own = tuple(sorted(by_commit.pop(c.sha, []), key=_finding_order))
         cats = []
         for cat in Category:
             sub = [f for f in own if f.category is cat]
             if sub:
                 cats.append((cat.value, Counts.of(sub)))
-        author = as_text(c.get("author_name"))
-        if c.get("author_email"):
-            author += f" <{as_text(c.get('author_email'))}>"
+        author = c.author_name + (f" <{c.author_email}>" if c.author_email else "")
+        assert data is not None
         views.append(CommitView(
-            index=i, sha=sha, subject=redact(as_text(c.get("subject"))),
-            body=redact(as_text(c.get("message")).partition("\n")[2].strip("\n")),
-            author=redact(author),
-            date=as_text(c.get("author_date")), patch_id=as_text(pids.get(sha)),
-            stats=stats if isinstance(stats, Mapping) else None, findings=own,
-            counts=Counts.of(own), by_category=tuple(cats)))
+            index=i, sha=c.sha, subject=redact(c.subject),
+            body=redact(c.message.partition("\n")[2].strip("\n")),
+            author=redact(author), date=c.author_date, patch_id=as_text(data.patch_id(c.sha)),
+            stats=record.stats, findings=own, counts=Counts.of(own), by_category=tuple(cats)))
     others = []
     upstream = by_commit.pop(None, [])
     if upstream:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from auditor.model import AuditResult, StageStatus
+from auditor.results.review import ReviewData
 from auditor.review.signoffs import SignOff
 from auditor.review.stage import coverage_inputs, recompute
 
@@ -39,16 +40,12 @@ def carry_review(baseline: AuditResult, audit: AuditResult) -> tuple[AuditResult
     """``audit`` with its review stage recomputed counting the baseline's sign-offs."""
     old = baseline.stages.get("review")
     new = audit.stages.get("review")
-    if old is None or new is None or new.status is not StageStatus.OK:
+    old_data = old.data_as(ReviewData) if old is not None else None
+    new_data = new.data_as(ReviewData) if new is not None else None
+    if old_data is None or new_data is None or new is None or new.status is not StageStatus.OK:
         return audit, None
-    parsed = coverage_inputs(dict(old.details))
-    if parsed is None:
-        return audit, None
-    _, _, old_signoffs = parsed
-    again = recompute(dict(new.details), old_signoffs)
-    if again is None:
-        return audit, None
-    result, cov = again
+    _, _, old_signoffs = coverage_inputs(old_data)
+    result, cov = recompute(new_data, old_signoffs)
     digests = {h.digest for h in cov.hunks}
     dropped = tuple(s for s in old_signoffs if s.digest not in digests)
     stages = dict(audit.stages)

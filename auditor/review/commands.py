@@ -19,6 +19,7 @@ from typing import Any
 from auditor.errors import InputError, SpecError
 from auditor.inputs import MAX_LIST_BYTES, read_input_text
 from auditor.model import StageStatus
+from auditor.results.scan import ScanData
 from auditor.review.coverage import Coverage, compute, refs_of
 from auditor.review.hunks import Hunk
 from auditor.review.packets import (
@@ -61,9 +62,11 @@ def scan_findings(spec: Spec, options: Options, series: ReviewSeries) -> Finding
         return Findings({}, "not scanned: the spec has no [scan] section")
     result, _ctx, base = run_single(spec, options, "scan")
     shutil.rmtree(base, ignore_errors=True)
-    scanners = result.details.get("scanners") or {}
-    what = f"from a scan of the series (scope {result.details.get('scope', '?')}; scanners: " \
-           f"{', '.join(f'{k} {v}' for k, v in dict(scanners).items()) or 'none'}); " \
+    data = result.data_as(ScanData)
+    scanners = data.scanners if data is not None else {}
+    scope = data.scope.value if data is not None else "?"
+    what = f"from a scan of the series (scope {scope}; scanners: " \
+           f"{', '.join(f'{k} {v}' for k, v in scanners.items()) or 'none'}); " \
            f"{len(result.findings)} finding(s) in all"
     if result.status is StageStatus.INCOMPLETE:
         what += f"; INCOMPLETE: {len(result.not_checked)} thing(s) not checked"

@@ -13,7 +13,7 @@ finding to review (``review.unsigned.<area>``), so the verdict's reasons count t
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from dataclasses import replace
 
 from auditor.errors import InputError
 from auditor.model import (
@@ -25,6 +25,7 @@ from auditor.model import (
     StageStatus,
     fingerprint_of,
 )
+from auditor.results.review import COVERAGE_KEYS, ReviewData
 from auditor.review.areas import ReviewArea, profile_areas
 from auditor.review.coverage import Coverage, HunkRef, compute, refs_of
 from auditor.review.series import series_of_workspace
@@ -62,12 +63,12 @@ class ReviewStage(Stage):
 
 
 def review_result(cov: Coverage, *, required: bool, file: str) -> StageResult:
-    details: dict[str, Any] = {"required": required, "file": file, **cov.to_json(),
-                               "areas": [a.to_json() for a in cov.areas],
-                               "hunks": [h.to_json() for h in cov.hunks],
-                               "signoffs": [s.to_json() | {"note": redact(s.note)}
-                                            for s in cov.counted]}
-    return StageResult("review", StageStatus.OK, details=details,
+    summary = cov.to_json()
+    data = ReviewData(required=required, file=file,
+                      coverage={k: summary[k] for k in COVERAGE_KEYS},
+                      summary=str(summary["summary"]), areas=tuple(cov.areas), hunks=cov.hunks,
+                      signoffs=tuple(replace(s, note=redact(s.note)) for s in cov.counted))
+    return StageResult("review", StageStatus.OK, data,
                        findings=tuple(review_findings(cov, required)))
 
 
@@ -112,27 +113,13 @@ def _unsigned_by_area(cov: Coverage) -> dict[str, list[HunkRef]]:
 # ---------------------------------------------------------------- from audit.json (the gate)
 
 
-def coverage_inputs(details: Any) -> tuple[list[HunkRef], list[ReviewArea], list[SignOff]] | None:
-    """Hunks, areas and counted sign-offs of a review stage's JSON; None when unreadable."""
-    if not isinstance(details, dict):
-        return None
-    try:
-        hunks = [HunkRef.from_json(h) for h in details.get("hunks", [])]
-        areas = [ReviewArea(str(a["name"]), str(a["title"]), tuple(a.get("globs", ())),
-                            tuple(a.get("checklist", ()))) for a in details.get("areas", [])]
-    except (KeyError, TypeError, ValueError):
-        return None
-    signoffs = [s for s in (SignOff.from_json(d) for d in details.get("signoffs", [])
-                            if isinstance(d, dict)) if s is not None]
-    return hunks, list(profile_areas(areas)), signoffs
+def coverage_inputs(data: ReviewData) -> tuple[list[HunkRef], list[ReviewArea], list[SignOff]]:
+    """Hunks, areas and counted sign-offs of a review stage's result."""
+    return list(data.hunks), list(profile_areas(data.areas)), list(data.signoffs)
 
 
-def recompute(details: Any, carried_from: Sequence[SignOff]) -> tuple[StageResult, Coverage] | None:
+def recompute(data: ReviewData, carried_from: Sequence[SignOff]) -> tuple[StageResult, Coverage]:
     """A review stage's result again, with a baseline's sign-offs carried (see the gate)."""
-    parsed = coverage_inputs(details)
-    if parsed is None:
-        return None
-    hunks, areas, own = parsed
+    hunks, areas, own = coverage_inputs(data)
     cov = compute(hunks, areas, own, carried_from)
-    return review_result(cov, required=bool(details.get("required")),
-                         file=str(details.get("file", ""))), cov
+    return review_result(cov, required=data.required, file=data.file), cov

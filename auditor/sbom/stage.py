@@ -16,7 +16,6 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from functools import cache
 from pathlib import Path
-from typing import Any
 
 from auditor import __version__
 from auditor.errors import InputError
@@ -25,6 +24,7 @@ from auditor.gitio import Git
 from auditor.model import STAGES, StageResult, StageStatus, Workspace, compute_verdict, status_for
 from auditor.provenance.treehash import manifest_digest
 from auditor.rebuild.wheel import sha256_file
+from auditor.results.sbom import ProvenanceDocument, SbomData, SbomDocument
 from auditor.sbom.diffs import commit_diff
 from auditor.sbom.inputs import BuildInfo, DepsInfo, read_build, read_deps
 from auditor.spec import Spec
@@ -73,9 +73,9 @@ class SbomStage(Stage):
             if missing:
                 not_checked.append(missing)
         if reasons:
-            return StageResult(self.name, StageStatus.FAILED, reasons=tuple(reasons),
-                               not_checked=tuple(not_checked),
-                               details={"sbom": None, "provenance": None, "built": build.built})
+            return StageResult(self.name, StageStatus.FAILED,
+                               SbomData(sbom=None, provenance=None, built=build.built),
+                               reasons=tuple(reasons), not_checked=tuple(not_checked))
 
         git = Git(ws.patches_repo)
         with ctx.status(f"sbom: reading {len(ws.commits)} series diffs"):
@@ -112,14 +112,13 @@ class SbomStage(Stage):
             atomic_write_text(ctx.out_dir / PROVENANCE_FILE, provenance.text)
         ctx.progress(f"sbom: {sbom.commits} commits, {sbom.components} components"
                      + (", provenance for the built wheel" if provenance else ", no build"))
-        details: dict[str, Any] = {
-            "sbom": {"file": SBOM_FILE, "serial": sbom.serial, "components": sbom.components,
-                     "commits": sbom.commits, "valid": True},
-            "provenance": ({"file": PROVENANCE_FILE, "subject": provenance.subject,
-                            "digest": provenance.digest} if provenance else None),
-            "built": build.built,
-        }
-        return StageResult(self.name, status_for((), not_checked, ()), details=details,
+        data = SbomData(
+            sbom=SbomDocument(file=SBOM_FILE, serial=sbom.serial, components=sbom.components,
+                              commits=sbom.commits, valid=True),
+            provenance=(ProvenanceDocument(file=PROVENANCE_FILE, subject=provenance.subject,
+                                           digest=provenance.digest) if provenance else None),
+            built=build.built)
+        return StageResult(self.name, status_for((), not_checked, ()), data,
                            not_checked=tuple(not_checked))
 
 
@@ -262,7 +261,8 @@ def export_sbom(result: StageResult, ctx: Context, output: Path | None) -> Path 
     provenance statement (when there is one) is written as ``<name>.intoto.json``.
     """
     src = ctx.out_dir / SBOM_FILE
-    if not isinstance(result.details.get("sbom"), dict) or not src.is_file():
+    data = result.data_as(SbomData)
+    if data is None or data.sbom is None or not src.is_file():
         return None
     text = src.read_text(encoding="utf-8")
     if output is not None and str(output) == "-":

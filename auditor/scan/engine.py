@@ -33,6 +33,7 @@ from auditor.model import (
 )
 from auditor.policy import Policy, Waiver, apply_waivers
 from auditor.provenance.blame import line_origins
+from auditor.results.scan import CacheTally, ScanData
 from auditor.scan import derived as derived_mod
 from auditor.scan.cache import CacheEntry, ResultCache, cache_key
 from auditor.scan.coverage import assess
@@ -222,20 +223,15 @@ def run_scan(ws: Workspace, scanners: Sequence[Scanner], config: ScanConfig, wor
     checked = sorted(t.path for t in bundle if t.path not in not_checked)
     ruleset = next((getattr(s, "ruleset", None) for s in scanners
                     if getattr(s, "ruleset", None)), None)
-    details = {
-        "scope": config.scope.value,
-        "checked_files": checked,
-        "skipped": sorted(skipped),
-        "scanners": dict(sorted(versions.items())),
-        "ruleset": ruleset,
-        "cache": {"hits": tally.hits, "misses": tally.misses,
-                  "scanned": dict(sorted(tally.scanned.items()))},
+    data = ScanData(
+        scope=config.scope, checked_files=tuple(checked), skipped=tuple(sorted(skipped)),
+        scanners=dict(sorted(versions.items())), ruleset=ruleset,
+        cache=CacheTally(hits=tally.hits, misses=tally.misses,
+                         scanned=dict(sorted(tally.scanned.items()))),
         # which rule sets read each scanned file (auditor.scan.coverage)
-        "coverage": {p: list(labels) for p, labels in sorted(judged.coverage.items())},
-        "uncovered": list(judged.uncovered),
-        "notes": list(judged.notes),
-    }
-    return StageResult(name="scan", status=status_for(findings, nc_lines, ()), details=details,
+        coverage={p: tuple(labels) for p, labels in sorted(judged.coverage.items())},
+        uncovered=tuple(judged.uncovered), notes=tuple(judged.notes))
+    return StageResult(name="scan", status=status_for(findings, nc_lines, ()), data=data,
                        findings=tuple(findings), not_checked=nc_lines)
 
 

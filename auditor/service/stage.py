@@ -2,9 +2,9 @@
 
 The stage renders ``<name>.service`` and ``<name>.env.example`` into the audit directory, lints the
 unit with :mod:`auditor.service.lint` and asks systemd about it (:mod:`auditor.service.analyze`).
-Its JSON details: ``unit`` and ``env_example`` (file names in the audit directory), ``profile``,
-``key_mode``, ``exposure`` (``{score, label}`` or null when it could not be measured),
-``exposure_threshold`` and ``verify`` (``{ok, warnings}`` or null). An exposure above the
+Its result (:class:`~auditor.results.unit.UnitData`): ``unit`` and ``env_example`` (file names in
+the audit directory), ``profile``, ``key_mode``, ``exposure`` (``{score, label}`` or null when it
+could not be measured), ``exposure_threshold`` and ``verify`` (``{ok, warnings}`` or null). An exposure above the
 threshold is a finding; systemd-analyze missing leaves that check in ``not_checked`` (incomplete),
 and the lint still runs.
 """
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ from auditor.errors import InputError, ToolError
 from auditor.fsutil import atomic_write_text
 from auditor.inputs import read_input_text
 from auditor.model import Finding, StageResult, fingerprint_of, status_for
+from auditor.results.unit import ExposureScore, UnitData, UnitVerify
 from auditor.service import analyze
 from auditor.service.lint import EXPOSURE_RULE, VERIFY_RULE, lint_unit
 from auditor.service.render import render_unit
@@ -46,30 +48,39 @@ class UnitStage(Stage):
         _write(ctx.out_dir / rendered.env_example_name, rendered.env_example_text, 0o600)
         ctx.progress(f"wrote {rendered.unit_name} and {rendered.env_example_name}")
         unit = parse_unit(rendered.text, rendered.unit_name)
-        return check_unit(unit, ctx.spec.profile, ctx.workdir / "unit-check", details={
-            "unit": rendered.unit_name, "env_example": rendered.env_example_name,
-            "key_mode": rendered.key_mode.value})
+        return check_unit(unit, ctx.spec.profile, ctx.workdir / "unit-check",
+                          Rendered(unit=rendered.unit_name, env_example=rendered.env_example_name,
+                                   key_mode=rendered.key_mode.value))
+
+
+@dataclass(frozen=True)
+class Rendered:
+    """The unit checked: its name (or path), its example environment file, its key mode."""
+
+    unit: str
+    env_example: str | None = None
+    key_mode: str | None = None
 
 
 def check_unit(unit: UnitFile, profile: EngineProfile, workdir: Path,
-               details: dict[str, Any]) -> StageResult:
+               rendered: Rendered) -> StageResult:
     """Lint + systemd-analyze verify + security; what could not run goes to not_checked."""
     findings = lint_unit(unit, profile)
     not_checked: list[str] = []
     copy = analyze.checkable_copy(unit, workdir)
-    verify_json = None
+    verified = None
     try:
         result = analyze.verify(copy, unit.path)
-        verify_json = result.to_json()
+        verified = UnitVerify(ok=result.ok, warnings=tuple(str(w) for w in result.warnings))
         for w in result.warnings:
             findings.append(_finding(VERIFY_RULE, unit.path, w.line or 0,
                                      f"systemd-analyze verify: {w.message}", w.message))
     except ToolError as exc:
         not_checked.append(f"systemd-analyze verify of {unit.path}: {exc.message}")
-    exposure_json = None
+    exposure_score = None
     try:
         exposure = analyze.security(copy)
-        exposure_json = exposure.to_json()
+        exposure_score = ExposureScore(score=exposure.score, label=exposure.label)
         if exposure.score > analyze.EXPOSURE_THRESHOLD:
             findings.append(_finding(
                 EXPOSURE_RULE, unit.path, 0,
@@ -79,10 +90,11 @@ def check_unit(unit: UnitFile, profile: EngineProfile, workdir: Path,
     except ToolError as exc:
         not_checked.append(f"systemd-analyze security (exposure score) of {unit.path}: "
                            f"{exc.message}")
-    details = {**details, "profile": profile.name, "exposure": exposure_json,
-               "exposure_threshold": analyze.EXPOSURE_THRESHOLD, "verify": verify_json}
-    return StageResult(name="unit", status=status_for(findings, not_checked, ()),
-                       details=details, findings=tuple(findings), not_checked=tuple(not_checked))
+    data = UnitData(unit=rendered.unit, env_example=rendered.env_example,
+                    key_mode=rendered.key_mode, profile=profile.name, exposure=exposure_score,
+                    exposure_threshold=analyze.EXPOSURE_THRESHOLD, verify=verified)
+    return StageResult(name="unit", status=status_for(findings, not_checked, ()), data=data,
+                       findings=tuple(findings), not_checked=tuple(not_checked))
 
 
 def _finding(rule: Any, path: str, line: int, message: str, code: str) -> Finding:
@@ -106,9 +118,7 @@ def check_unit_file(path: Path, profile: str) -> StageResult:
         raise InputError(f"{path}: cannot be read: {exc.strerror}") from None
     unit = parse_unit(text, str(path))
     with tempfile.TemporaryDirectory(prefix="auditor-unit-") as work:
-        return check_unit(unit, prof, Path(work), details={"unit": str(path),
-                                                           "env_example": None,
-                                                           "key_mode": None})
+        return check_unit(unit, prof, Path(work), Rendered(unit=str(path)))
 
 
 def export_unit(result: StageResult, ctx: Context, output: Path) -> None:
@@ -117,9 +127,10 @@ def export_unit(result: StageResult, ctx: Context, output: Path) -> None:
     ``output`` may be a folder (the unit keeps its name there) or ``-`` (the unit on stdout, no
     example file).
     """
-    name = result.details.get("unit")
-    if not name:
+    data = result.data_as(UnitData)
+    if data is None or not data.unit:
         return  # nothing was rendered; the stage's status says why
+    name = data.unit
     text = (ctx.out_dir / name).read_text(encoding="utf-8")
     if str(output) == "-":
         sys.stdout.write(text)
@@ -129,7 +140,7 @@ def export_unit(result: StageResult, ctx: Context, output: Path) -> None:
     if not output.parent.is_dir():
         raise InputError(f"{output.parent}: no such directory for {output.name}")
     _write(output, text, 0o644)
-    env_name = result.details.get("env_example")
+    env_name = data.env_example
     if env_name:
         env_text = (ctx.out_dir / env_name).read_text(encoding="utf-8")
         _write(output.with_name(f"{output.stem}.env.example"), env_text, 0o600)

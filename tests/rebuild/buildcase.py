@@ -250,7 +250,7 @@ def make_case(up: Upstream, tmp: Path, branch: str, *, repro: bool | None = Fals
     (tmp / "out").mkdir()
     ctx = Context(spec=load_spec(spec_path), options=Options(repro=repro, jobs=2),
                   workdir=tmp / "work", out_dir=tmp / "out")
-    ctx.artifacts["workspace"] = ws
+    ctx.workspace = ws
     ctx.results["verify"] = StageResult("verify", StageStatus.OK)
     return Case(ctx=ctx, ws=ws, branch=branch, root=tmp)
 

@@ -290,7 +290,7 @@ def test_proof_failure_builds_nothing(upstream, tmp_path):
 
     branch = make_series(upstream, "proof", [{"tinyeng/server.py": "X = 2\n"}])
     case = make_case(upstream, tmp_path, branch)
-    case.ctx.artifacts["workspace"] = dataclasses.replace(case.ws, proof_ok=False)
+    case.ctx.workspace = dataclasses.replace(case.ws, proof_ok=False)
     result = run_build(case)
     assert result.status is StageStatus.FAILED
     assert "unverified" in result.reasons[0]

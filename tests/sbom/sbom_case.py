@@ -176,7 +176,7 @@ def context(tmp: Path, case: dict[str, Any], *, build: bool = True, deps: bool =
     write_spec(spec_path, sections)
     ctx = Context(spec=load_spec(spec_path), options=Options(reproducible=reproducible),
                   workdir=base / "work", out_dir=base / "out")
-    ctx.artifacts["workspace"] = case.setdefault("_ws", workspace(case))
+    ctx.workspace = case.setdefault("_ws", workspace(case))
     ctx.results["verify"] = StageResult("verify", StageStatus.OK, details={"proof": "ok"})
     ctx.results["scan"] = StageResult.not_requested("scan")
     ctx.results["deps"] = deps_result() if deps else StageResult.not_requested("deps")

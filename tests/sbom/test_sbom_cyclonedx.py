@@ -392,12 +392,12 @@ def test_a_commit_listed_twice_is_refused_and_an_empty_series_is_fine(case):
 
     ctx = context(case["tmp"], case, build=False, name="twice")
     ws = ctx.workspace
-    ctx.artifacts["workspace"] = replace(ws, commits=ws.commits + ws.commits[:1])
+    ctx.workspace = replace(ws, commits=ws.commits + ws.commits[:1])
     with pytest.raises(ToolError, match="exactly once each, in order"):
         SbomStage().run(ctx)
     assert not (ctx.out_dir / "sbom.cdx.json").exists()
     ctx = context(case["tmp"], case, build=False, name="empty-series")
-    ctx.artifacts["workspace"] = replace(ws, commits=())
+    ctx.workspace = replace(ws, commits=())
     assert SbomStage().run(ctx).status is StageStatus.OK
     doc = assert_valid((ctx.out_dir / "sbom.cdx.json").read_text())
     assert "commits" not in doc["metadata"]["component"]["pedigree"]

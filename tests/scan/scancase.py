@@ -138,7 +138,7 @@ def context(tmp: Path, repo: GitRepo, commits: list[str], bundle: Path, ws: Work
     (tmp / "out").mkdir(exist_ok=True)
     ctx = Context(spec=load_spec(spec_path), options=Options(scope=scope, cache=cache, jobs=2),
                   workdir=tmp / "work", out_dir=tmp / "out")
-    ctx.artifacts["workspace"] = ws
+    ctx.workspace = ws
     return ctx
 
 
