@@ -103,12 +103,14 @@ def _since(old: Sequence[_T], new: Sequence[_T], key: Callable[[_T], str]) -> tu
 
 
 def compare_deps(old: DepsData | None, new: DepsData | None) -> DepsDiff:
-    if old is None or new is None:
+    """What ``new`` has that ``old`` has not (everything of ``new`` when ``old`` has no data)."""
+    if new is None:
         return DepsDiff((), (), (), (), compared=False)
     return DepsDiff(
-        added=_since(old.added, new.added, decl_text),
-        removed=_since(old.removed, new.removed, decl_text),
-        changed=_since(old.changed, new.changed, _change_key),
-        vulnerabilities=_since(old.vulnerabilities, new.vulnerabilities, _vuln_key),
-        compared=True,
+        added=_since(old.added if old else (), new.added, decl_text),
+        removed=_since(old.removed if old else (), new.removed, decl_text),
+        changed=_since(old.changed if old else (), new.changed, _change_key),
+        vulnerabilities=_since(old.vulnerabilities if old else (), new.vulnerabilities,
+                               _vuln_key),
+        compared=old is not None,
     )

@@ -7,6 +7,7 @@ from typing import Any
 
 from support import check_golden as _check_golden
 from support import mask_golden
+from typed_results import commit_record, scan_data, verify_data
 
 from auditor.model import (
     Action,
@@ -18,6 +19,7 @@ from auditor.model import (
     StageStatus,
     compute_verdict,
 )
+from auditor.results.deps import DepsData
 
 
 def sha(tag: str) -> str:
@@ -34,18 +36,16 @@ def finding(fp: str, commit: str | None, action: Action = Action.REVIEW, **kw: A
 
 
 def audit(ref: str, commits: list[tuple[str, str, str | None]], findings: list[Finding], *,
-          deps: dict[str, Any] | None = None, extra: dict[str, StageResult] | None = None,
+          deps: DepsData | None = None, extra: dict[str, StageResult] | None = None,
           verify_status: StageStatus = StageStatus.OK, profile: str = "engine") -> AuditResult:
     """commits: (sha, subject, patch_id) in series order."""
-    details = {"ok": verify_status is StageStatus.OK,
-               "upstream": {"ref": ref, "commit": sha(ref), "tree": sha(ref + "t")},
-               "series": {"listed": [c[0] for c in commits],
-                          "patch_ids": {c[0]: c[2] for c in commits}},
-               "commits": [{"sha": c[0], "subject": c[1], "patch_id": c[2]} for c in commits]}
-    stages = {"verify": StageResult("verify", verify_status, details,
+    data = verify_data([commit_record(c[0], c[1], c[2]) for c in commits],
+                       ok=verify_status is StageStatus.OK, ref=ref, upstream_commit=sha(ref),
+                       upstream_tree=sha(ref + "t"))
+    stages = {"verify": StageResult("verify", verify_status, data,
                                     reasons=("bundle differs",)
                                     if verify_status is StageStatus.FAILED else ()),
-              "scan": StageResult("scan", StageStatus.OK, {"scope": "diff"},
+              "scan": StageResult("scan", StageStatus.OK, scan_data(),
                                   findings=tuple(findings))}
     if deps is not None:
         stages["deps"] = StageResult("deps", StageStatus.OK, deps)

@@ -14,6 +14,7 @@ from auditor.cli import app
 from auditor.errors import BaselineError
 from auditor.gate.baseline import check_fits, load_baseline
 from auditor.gate.run import run_gate
+from auditor.results.verify import VerifyData
 from auditor.spec import load_spec
 from auditor.stage import Options
 
@@ -65,7 +66,8 @@ def test_gate_baseline_good_one_loads_and_fits(tmp_path: Path, spec_path: Path) 
     path.write_text(json.dumps(good_baseline()))
     baseline = load_baseline(path)
     check_fits(baseline, load_spec(spec_path), path)
-    assert baseline.stages["verify"].details["series"]["listed"] == ["1" * 40]
+    verify = baseline.stages["verify"].data_as(VerifyData)
+    assert verify is not None and verify.listed == ("1" * 40,)
 
 
 def test_gate_baseline_cli_exit_2_one_line(tmp_path: Path, spec_path: Path) -> None:

@@ -7,11 +7,14 @@ its list, other reasons by their text with line numbers left out.
 from __future__ import annotations
 
 from gatecases import audit, sha
+from typed_results import decl, deps_data
 
 from auditor.gate.carry import reason_key
 from auditor.gate.render import gate_markdown
 from auditor.gate.result import decide
 from auditor.model import StageResult, StageStatus, Verdict
+from auditor.results import Crashed
+from auditor.results.deps import UnpinnedRecord
 
 SERIES = [(sha("a1"), "docker: sm86 kernels", "p" * 40)]
 SERIES_REBASED = [(sha("b1"), "docker: sm86 kernels", "p" * 40)]
@@ -19,13 +22,13 @@ SERIES_REBASED = [(sha("b1"), "docker: sm86 kernels", "p" * 40)]
 
 def deps_stage(names: list[str], *, first_line: int = 1, extra: tuple[str, ...] = ()
                ) -> StageResult:
-    listed = [{"kind": "pypi", "name": n, "specifier": ">=1", "file": "requirements/common.txt",
-               "line": first_line + i} for i, n in enumerate(names)]
+    listed = tuple(UnpinnedRecord(decl(n, specifier=">=1", file="requirements/common.txt",
+                                       line=first_line + i), "not pinned to one version (>=1)")
+                   for i, n in enumerate(names))
     reason = (f"vulnerabilities of {len(names)} unpinned deployed requirement(s) not checked "
               f"({', '.join(names)}): give [deps] lock")
     return StageResult("deps", StageStatus.INCOMPLETE,
-                       {"added": [], "removed": [], "changed": [], "vulnerabilities": [],
-                        "unpinned_deployed": listed},
+                       deps_data(unpinned_deployed=listed),
                        not_checked=(reason, *extra))
 
 
@@ -72,7 +75,8 @@ def test_a_new_reason_of_another_kind_is_new() -> None:
 
 
 def test_a_stage_crash_is_never_carried() -> None:
-    crash = StageResult("deps", StageStatus.INCOMPLETE, {}, not_checked=("stage crashed: boom",))
+    crash = StageResult("deps", StageStatus.INCOMPLETE, Crashed("boom"),
+                        not_checked=("stage crashed: boom",))
     base, new = pair(crash, crash)
     assert decide(base, new).verdict is Verdict.INCOMPLETE
 

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 from gatecases import audit, check_golden, finding, sha
+from typed_results import decl, deps_data, vuln
 
 from auditor.gate.compare import compare_deps, compare_findings
 from auditor.gate.render import gate_markdown, range_diff_lines
@@ -15,21 +16,20 @@ from auditor.model import Action, StageResult, StageStatus, Verdict, exit_code_f
 
 A, B, C = sha("a1"), sha("b1"), sha("c1")
 A2, B2, D2 = sha("a2"), sha("b2"), sha("d2")
+ORJSON = decl("orjson", specifier="==3.10.0", file="")
 OLD_COMMITS = [(A, "add helper", "pa"), (B, "spawn worker", "pb"), (C, "old feature", "pc")]
 
 
 def baseline():  # type: ignore[no-untyped-def]
     return audit("v1.0.0", OLD_COMMITS, [finding("f1", B), finding("f9", C, Action.INFO)],
-                 deps={"added": [{"name": "orjson", "version": "==3.10.0"}],
-                       "vulnerabilities": []})
+                 deps=deps_data(added=(ORJSON,)))
 
 
 def test_gate_decide_unchanged_rebase_passes_and_keeps_reviews() -> None:
     new = audit("v2.0.0", [(A2, "add helper", "pa"), (B2, "spawn worker", "pb"),
                            (sha("c2"), "old feature", "pc")],
                 [finding("f1", B2), finding("f9", sha("c2"), Action.INFO)],
-                deps={"added": [{"name": "orjson", "version": "==3.10.0"}],
-                      "vulnerabilities": []})
+                deps=deps_data(added=(ORJSON,)))
     assert new.verdict is Verdict.REVIEW  # on its own the new audit needs review...
     g = decide(baseline(), new)
     assert g.verdict is Verdict.PASS  # ...but the baseline reviewed exactly that finding
@@ -47,10 +47,9 @@ def test_gate_decide_changed_patch_with_new_finding_fails() -> None:
                                             category=__import__("auditor.model").model.Category
                                             .UNSAFE_DESERIALIZATION),
                  finding("f3", D2, Action.REVIEW)],
-                deps={"added": [{"name": "orjson", "version": "==3.10.0"},
-                                {"name": "requests", "version": ">=2"}],
-                      "vulnerabilities": [{"id": "OSV-1", "package": "requests",
-                                           "version": "2.0", "fixed": ["2.1"]}]})
+                deps=deps_data(added=(ORJSON, decl("requests", specifier=">=2")),
+                              vulnerabilities=(vuln("OSV-1", "requests", "2.0",
+                                                    fixed=["2.1"]),)))
     g = decide(baseline(), new)
     assert g.verdict is Verdict.FAIL and exit_code_for(g.verdict) == 1
     assert [(m.kind.value, m.new.subject if m.new else m.old.subject) for m in g.series] == [
@@ -59,8 +58,8 @@ def test_gate_decide_changed_patch_with_new_finding_fails() -> None:
     assert sorted(f.fingerprint[:2] for f in g.findings.new) == ["f2", "f3"]
     assert [f.fingerprint[:2] for f in g.findings.carried] == ["f1"]
     assert [f.fingerprint[:2] for f in g.findings.resolved] == ["f9"]
-    assert [d["name"] for d in g.deps.added] == ["requests"]
-    assert [v["id"] for v in g.deps.vulnerabilities] == ["OSV-1"]
+    assert [d.name for d in g.deps.added] == ["requests"]
+    assert [v.id for v in g.deps.vulnerabilities] == ["OSV-1"]
     assert any("1 blocking finding" in r for r in g.reasons)
 
 
@@ -100,12 +99,13 @@ def test_gate_decide_blocks_are_never_carried() -> None:
 
 
 def test_gate_decide_deps_compare_needs_both_sides() -> None:
-    d = compare_deps(None, {"added": ["x"]})
-    assert not d.compared and d.added == ("x",)
-    d = compare_deps({"changed": [{"name": "a", "old": "1", "new": "2"}]},
-                     {"changed": [{"name": "a", "old": "1", "new": "2"},
-                                  {"name": "b", "old": "1", "new": "3"}],
-                      "removed": [{"name": "c"}]})
+    x = decl("x", "1.0")
+    d = compare_deps(None, deps_data(added=(x,)))
+    assert not d.compared and d.added == (x,)
+    d = compare_deps(deps_data(changed=({"name": "a", "old": "1", "new": "2"},)),
+                     deps_data(changed=({"name": "a", "old": "1", "new": "2"},
+                                        {"name": "b", "old": "1", "new": "3"}),
+                               removed=(decl("c"),)))
     assert d.compared and [x["name"] for x in d.changed] == ["b"] and len(d.removed) == 1
 
 
@@ -113,9 +113,8 @@ def test_gate_decide_outputs_golden(tmp_path: Path) -> None:
     new = audit("v2.0.0", [(A2, "add helper", "pa"), (B2, "spawn worker", "pb2"),
                            (D2, "new [x](javascript:alert(1))", "pd")],
                 [finding("f1", B2), finding("f3", D2, Action.BLOCK, message="<b>bold</b> \x1b[2J")],
-                deps={"added": [{"name": "orjson", "version": "==3.10.0"}],
-                      "vulnerabilities": [{"id": "OSV-2", "package": "orjson",
-                                           "version": "3.10.0"}]})
+                deps=deps_data(added=(ORJSON,),
+                              vulnerabilities=(vuln("OSV-2", "orjson", "3.10.0"),)))
     g = decide(baseline(), new, baseline_path="old/audit.json")
     write_gate(g, tmp_path)
     data = json.loads((tmp_path / "gate.json").read_text())

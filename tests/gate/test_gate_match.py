@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+from typed_results import commit_record, verify_data
+
 from auditor.gate.match import MatchKind, SeriesEntry, counts, entries, match_series
 
 
@@ -62,16 +66,14 @@ def test_gate_match_empty_sides() -> None:
     assert kinds(match_series(series(("a", "p")), ())) == [("dropped", "a", None)]
 
 
-def test_gate_match_entries_read_the_verify_details_defensively() -> None:
+def test_gate_match_entries_from_the_verify_result() -> None:
     sha1, sha2 = "1" * 40, "2" * 40
-    from_commits = {"commits": [{"sha": sha1, "subject": " one ", "patch_id": "p1"},
-                                {"sha": sha2, "subject": "two", "patch_id": None}],
-                    "series": {"listed": [sha1, sha2], "patch_ids": {sha2: "p2"}}}
-    assert [(e.index, e.sha, e.subject, e.patch_id) for e in entries(from_commits)] == [
+    data = verify_data([commit_record(sha1, " one ", "p1"), commit_record(sha2, "two", None)],
+                       patch_ids={sha2: "p2"})
+    assert [(e.index, e.sha, e.subject, e.patch_id) for e in entries(data)] == [
         (1, sha1, "one", "p1"), (2, sha2, "two", "p2")]
-    list_form = {"series": {"listed": [sha1, sha2], "patch_ids": ["p1", None]}}
-    assert [(e.sha, e.subject, e.patch_id) for e in entries(list_form)] == [
-        (sha1, "", "p1"), (sha2, "", None)]
-    records = {"series": {"listed": [sha1], "patch_ids": [{"sha": sha1, "patch_id": "p9"}]}}
-    assert entries(records)[0].patch_id == "p9"
-    assert entries({}) == () and entries({"series": None, "commits": "x"}) == ()
+    assert data.proof is not None
+    listed_only = replace(data, proof=replace(data.proof, commits=()))
+    assert [(e.sha, e.subject, e.patch_id) for e in entries(listed_only)] == [
+        (sha1, "", None), (sha2, "", "p2")]
+    assert entries(None) == () and entries(replace(data, proof=None)) == ()

@@ -8,17 +8,33 @@ from typing import Any
 
 from support import check_golden as _check_golden
 from support import mask_golden
+from typed_results import (
+    build_data,
+    built_wheel,
+    decl,
+    deps_data,
+    module,
+    sbom_data,
+    scan_data,
+    unit_data,
+    verify_data,
+    vuln,
+)
 
 from auditor.model import (
     Action,
     AuditResult,
     Category,
     Finding,
+    SeriesCommit,
     Severity,
     StageResult,
     StageStatus,
     compute_verdict,
 )
+from auditor.results.deps import SourceRecord
+from auditor.results.scan import CacheTally
+from auditor.results.verify import CommitRecord
 
 C1, C2, C3 = "1" * 39 + "a", "2" * 39 + "b", "3" * 39 + "c"
 UPSTREAM = "0" * 39 + "d"
@@ -48,19 +64,12 @@ def commit(sha: str, subject: str, index: int, **kw: Any) -> dict[str, Any]:
 
 
 def verify_stage(commits: list[dict[str, Any]], *, ok: bool = True) -> StageResult:
-    shas = [c["sha"] for c in commits]
-    details = {
-        "ok": ok,
-        "upstream": {"ref": "v1.0.0", "commit": UPSTREAM, "tree": "f" * 40},
-        "expected_tree": "e" * 40,
-        "bundle_tree": "e" * 40 if ok else "9" * 40,
-        "series": {"listed": shas, "unlisted": [], "missing": [], "merges": [],
-                   "order_ok": True, "patch_ids": {c["sha"]: c["patch_id"] for c in commits}},
-        "differences": [] if ok else [{"path": "engine/extra.py", "change": "added", "size": 12}],
-        "anomalies": [{"kind": "binary", "path": "libs/blob.so", "detail": "ELF shared object"}],
-        "commits": commits,
-    }
-    return StageResult("verify", StageStatus.OK if ok else StageStatus.FAILED, details,
+    data = verify_data(
+        [CommitRecord(SeriesCommit.from_json(c), c.get("stats")) for c in commits], ok=ok,
+        upstream_commit=UPSTREAM, bundle_tree="e" * 40 if ok else "9" * 40,
+        differences=[] if ok else [{"path": "engine/extra.py", "change": "added", "size": 12}],
+        anomalies=[{"kind": "binary", "path": "libs/blob.so", "detail": "ELF shared object"}])
+    return StageResult("verify", StageStatus.OK if ok else StageStatus.FAILED, data,
                        reasons=() if ok else ("bundle tree differs from the replayed series",))
 
 
@@ -86,37 +95,32 @@ def rich_audit() -> AuditResult:
     )
     stages = {
         "verify": verify_stage(commits),
-        "scan": StageResult("scan", StageStatus.OK,
-                            {"scope": "diff", "checked_files": ["engine/telemetry.py",
-                                                                "engine/tokenizer.py"],
-                             "scanners": {"semgrep": {"version": "1.185.0"},
-                                          "bandit": {"version": "1.9.4"}},
-                             "cache": {"hits": 0, "misses": 2}},
-                            findings=scan_findings),
-        "deps": StageResult("deps", StageStatus.OK, {
-            "added": [{"name": "orjson", "version": "==3.10.0", "file": "requirements.txt"}],
-            "removed": [],
-            "changed": [{"name": "fastapi", "old": "==0.110.0", "new": "==0.111.0"}],
-            "vulnerabilities": [{"id": "GHSA-xxxx-yyyy-zzzz", "aliases": ["CVE-2026-0001"],
-                                 "package": "orjson", "version": "3.10.0", "fixed": ["3.10.1"],
-                                 "severity": "HIGH"}],
-            "source": {"kind": "osv-snapshot", "digest": "ab" * 32, "date": "2026-11-01"}},
+        "scan": StageResult("scan", StageStatus.OK, scan_data(
+            checked_files=("engine/telemetry.py", "engine/tokenizer.py"),
+            scanners={"semgrep": "1.185.0", "bandit": "1.9.4"}, cache=CacheTally(0, 2, {})),
+            findings=scan_findings),
+        "deps": StageResult("deps", StageStatus.OK, deps_data(
+            added=(decl("orjson", specifier="==3.10.0"),),
+            changed=({"name": "fastapi", "old": "==0.110.0", "new": "==0.111.0"},),
+            vulnerabilities=(vuln("GHSA-xxxx-yyyy-zzzz", "orjson", "3.10.0",
+                                  aliases=["CVE-2026-0001"], fixed=["3.10.1"],
+                                  severity="HIGH"),),
+            source=SourceRecord(kind="osv-snapshot", digest="ab" * 32, date="2026-11-01",
+                                records=None, location=None)),
             findings=(finding(rule="dependency.vulnerable", category=Category.DEPENDENCY,
                               severity=Severity.HIGH, action=Action.REVIEW,
                               path="requirements.txt", line=3, commit=C3,
                               message="orjson 3.10.0 has GHSA-xxxx-yyyy-zzzz",
                               scanner="osv", fingerprint="e" * 32, snippet=""),)),
-        "build": StageResult("build", StageStatus.OK, {
-            "wheel": {"file": "engine-1.0.0-cp311-linux_x86_64.whl", "sha256": "cd" * 32},
-            "modules": [{"name": "engine._C", "sources": ["csrc/kernel.cu"]}],
-            "reproducible": True,
-            "origins": {"official": ["a.py", "b.py"], "audited-source": ["c.py"],
-                        "built": ["engine/_C.so"]}}),
-        "sbom": StageResult("sbom", StageStatus.OK, {
-            "sbom": {"file": "sbom.cdx.json", "serial": "urn:uuid:00000000-0000-0000-0000-000000000000"},
-            "provenance": {"file": "provenance.intoto.json"}}),
-        "unit": StageResult("unit", StageStatus.OK, {
-            "unit": "engine.service", "exposure": {"score": 1.3, "label": "OK"}}),
+        "build": StageResult("build", StageStatus.OK, build_data(
+            wheel=built_wheel("engine-1.0.0-cp311-linux_x86_64.whl", "cd" * 32),
+            modules=(module("engine._C", sources=["csrc/kernel.cu"]),),
+            reproducible=True,
+            origins={"a.py": {"origin": "official"}, "b.py": {"origin": "official"},
+                     "c.py": {"origin": "audited-source"},
+                     "engine/_C.so": {"origin": "built"}})),
+        "sbom": StageResult("sbom", StageStatus.OK, sbom_data()),
+        "unit": StageResult("unit", StageStatus.OK, unit_data("engine.service")),
     }
     verdict, reasons = compute_verdict(stages.values())
     return AuditResult(verdict, reasons, stages, tool={"name": "auditor", "version": "9.9.9"},
@@ -140,7 +144,7 @@ def hostile_audit() -> AuditResult:
                 waived=True, waiver="because " + HOSTILE, line=0)
     stages = {
         "verify": verify_stage(commits),
-        "scan": StageResult("scan", StageStatus.OK, {"scope": "diff"}, findings=(f, w)),
+        "scan": StageResult("scan", StageStatus.OK, scan_data(), findings=(f, w)),
         "deps": StageResult("deps", StageStatus.INCOMPLETE,
                             not_checked=(f"osv snapshot missing {HOSTILE}",)),
         "build": StageResult.not_requested("build"),

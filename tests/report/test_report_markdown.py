@@ -5,10 +5,13 @@ from __future__ import annotations
 from dataclasses import replace
 
 from reportcases import C1, C2, C3, check_golden, hostile_audit, rich_audit
+from typed_results import unit_data
 
 from auditor.model import AuditResult, StageResult, StageStatus, Verdict, compute_verdict
 from auditor.report.jsonout import JsonFormatter
 from auditor.report.markdown import MarkdownFormatter, code
+from auditor.results import Crashed
+from auditor.results.verify import VerifyData
 
 
 def render(audit: AuditResult) -> str:
@@ -72,10 +75,14 @@ def test_report_markdown_every_stage_has_one_line() -> None:
 def test_report_markdown_failed_proof_and_incomplete_stage() -> None:
     audit = rich_audit()
     stages = dict(audit.stages)
+    verify = stages["verify"].data_as(VerifyData)
+    assert verify is not None and verify.proof is not None
     stages["verify"] = replace(stages["verify"], status=StageStatus.FAILED,
                                reasons=("bundle tree differs",),
-                               details={**stages["verify"].details, "ok": False,
-                                        "differences": [{"path": "x.py", "change": "added"}]})
+                               data=replace(verify, ok=False, proof=replace(
+                                   verify.proof, differences=({"path": "x.py",
+                                                               "change": "added"},),
+                                   differences_total=1)))
     stages["build"] = StageResult("build", StageStatus.INCOMPLETE,
                                   not_checked=("nvcc is not installed on this machine",))
     verdict, reasons = compute_verdict(stages.values())
@@ -87,15 +94,15 @@ def test_report_markdown_failed_proof_and_incomplete_stage() -> None:
     assert "verify: bundle tree differs" in text
 
 
-def test_report_markdown_stage_with_odd_details_does_not_crash() -> None:
-    stages = {"verify": StageResult("verify", StageStatus.OK,
-                                    {"ok": True, "series": "not a mapping", "commits": [1, None],
-                                     "upstream": ["odd"]}),
-              "deps": StageResult("deps", StageStatus.OK, {"added": "x", "vulnerabilities": [7]}),
-              "unit": StageResult("unit", StageStatus.OK, {"exposure": None})}
+def test_report_markdown_stage_without_a_result_does_not_crash() -> None:
+    """A stage that crashed has only its error; one without data has nothing to summarise."""
+    stages = {"verify": StageResult("verify", StageStatus.OK),
+              "deps": StageResult("deps", StageStatus.INCOMPLETE, Crashed("ValueError: x"),
+                                  not_checked=("stage crashed: ValueError: x",)),
+              "unit": StageResult("unit", StageStatus.OK, unit_data(score=None))}
     verdict, reasons = compute_verdict(stages.values())
     text = render(AuditResult(verdict, reasons, stages))
-    assert "# ✅ Audit verdict: **PASS**" in text
+    assert "# ⏳ Audit verdict: **INCOMPLETE**" in text or "INCOMPLETE" in text.splitlines()[0]
     assert "exposure not measured" in text
 
 

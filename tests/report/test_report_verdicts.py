@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 from reportcases import finding, rich_audit
+from typed_results import verify_data
 
 from auditor.model import (
     Action,
@@ -21,7 +22,7 @@ from auditor.report import AUDIT_FORMATS, write_reports
 from auditor.report.formats import ReportFormat, formatter_for
 from auditor.report.interface import Formatter
 
-OK = StageResult("verify", StageStatus.OK, {"ok": True})
+OK = StageResult("verify", StageStatus.OK, verify_data())
 
 CASES = {
     "pass": ([OK, StageResult("scan", StageStatus.OK, findings=(
@@ -31,7 +32,7 @@ CASES = {
         finding(action=Action.REVIEW),))], Verdict.REVIEW, 1, 0),
     "fail-block": ([OK, StageResult("scan", StageStatus.OK, findings=(finding(),))],
                    Verdict.FAIL, 1, 1),
-    "fail-proof": ([StageResult("verify", StageStatus.FAILED, {"ok": False},
+    "fail-proof": ([StageResult("verify", StageStatus.FAILED, verify_data(ok=False),
                                 reasons=("bundle differs",))], Verdict.FAIL, 1, 1),
     "incomplete": ([OK, StageResult("scan", StageStatus.INCOMPLETE,
                                     not_checked=("x.py: parse error",))], Verdict.INCOMPLETE, 3, 3),
