@@ -84,9 +84,10 @@ def decl(name: str, pin: str | None = None, *, file: str = "requirements.txt", l
 
 def vuln(vid: str, package: str, version: str, *, fixed: Sequence[str] = (),
          severity: str | None = None, aliases: Sequence[str] = (), **kw: Any) -> VulnRecord:
+    fields: dict[str, Any] = dict(severity_source=None, summary=None, modified=None)
+    fields.update(kw)
     return VulnRecord(id=vid, aliases=tuple(aliases), package=package, version=version,
-                      fixed=tuple(fixed), severity=severity, severity_source=None,
-                      summary=kw.pop("summary", None), modified=None, **kw)
+                      fixed=tuple(fixed), severity=severity, **fields)
 
 
 def deps_data(**kw: Any) -> DepsData:

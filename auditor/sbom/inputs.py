@@ -148,7 +148,7 @@ def read_build(result: StageResult | None) -> BuildInfo:
         if digest is None:
             problems.append(f"build: module {m.wheel_path} has no valid sha256")
         modules.append(Module(name=m.name, wheel_path=m.wheel_path, action=m.action,
-                              sha256=digest, builder=m.builder, sources=m.sources,
+                              sha256=digest, builder=_text(m.builder), sources=m.sources,
                               commands=m.commands, changed_sources=m.changed_sources))
     return BuildInfo(
         status=result.status, wheel=wheel, official_wheel=official, modules=tuple(modules),

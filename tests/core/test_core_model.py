@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from typed_results import scan_data
 
 from auditor.model import (
     AUDIT_SCHEMA,
@@ -40,7 +41,7 @@ def test_every_enum_member_round_trips() -> None:
 
 def test_audit_json_round_trips() -> None:
     stages = {n: StageResult.not_requested(n) for n in STAGES}
-    stages["scan"] = StageResult("scan", StageStatus.OK, details={"scope": "diff"},
+    stages["scan"] = StageResult("scan", StageStatus.OK, scan_data(),
                                  findings=(finding(), finding(Action.BLOCK, waived=True)))
     stages["deps"] = StageResult("deps", StageStatus.INCOMPLETE, not_checked=("numpy: unpinned",))
     verdict, reasons = compute_verdict(stages.values())

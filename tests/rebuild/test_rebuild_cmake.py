@@ -78,16 +78,16 @@ def test_changed_cmake_module_is_built_disconnected_with_local_fetchcontent(upst
     case = make_case(upstream, tmp_path, branch, repro=True)
     result = run_build(case)
     assert result.status is StageStatus.OK, (result.reasons, result.not_checked)
-    mods = {m["name"]: m for m in result.details["modules"]}
+    mods = {m["name"]: m for m in result.to_json()["modules"]}
     assert mods["cm"]["action"] == "built" and mods["kern"]["action"] == "official"
     assert mods["cm"]["abi"]["added"] == ["tiny_cm_twice"] and mods["cm"]["abi"]["missing"] == []
     configure = mods["cm"]["commands"][0]
     assert "-DFETCHCONTENT_FULLY_DISCONNECTED=ON" in configure
     assert f"-DFETCHCONTENT_SOURCE_DIR_TINYDEP={upstream.deps}" in configure
     assert "--target _cm" in mods["cm"]["commands"][1]
-    assert result.details["reproducible"] is True
-    wheel = zipfile.ZipFile(case.ctx.out_dir / result.details["wheel"]["file"])
-    assert result.details["origins"]["tinyeng/_cm.so"]["origin"] == "built"
+    assert result.to_json()["reproducible"] is True
+    wheel = zipfile.ZipFile(case.ctx.out_dir / result.to_json()["wheel"]["file"])
+    assert result.to_json()["origins"]["tinyeng/_cm.so"]["origin"] == "built"
     assert "tinyeng/_cm.so" in wheel.namelist()
 
 
@@ -120,13 +120,13 @@ endif()
     recipe = recipe_text(upstream, extra=f'[sandbox]\nkind = "{kind}"\n')
     result = run_build(make_case(upstream, tmp_path / "case", branch, recipe=recipe))
     assert result.status is StageStatus.FAILED
-    assert result.details["sandbox"]["kind"] == kind
+    assert result.to_json()["sandbox"]["kind"] == kind
     [reason] = result.reasons
     print(reason)
     assert reason.startswith("module cm:") and "sandbox" in reason
     assert "could not fetch the payload" in reason
     assert listener.hits == 0
-    assert result.details["wheel"] is None
+    assert result.to_json()["wheel"] is None
 
 
 def test_a_build_that_embeds_randomness_is_not_reproducible(upstream: Upstream, tmp_path):
@@ -136,10 +136,10 @@ def test_a_build_that_embeds_randomness_is_not_reproducible(upstream: Upstream, 
     branch = make_series(upstream, "cmake-random", [{"cmk/CMakeLists.txt": lists,
                                                      "cmk/cm.c": source}])
     result = run_build(make_case(upstream, tmp_path, branch, repro=True))
-    assert result.details["reproducible"] is False
-    cm = result.details["repro"]["modules"]["cm"]
+    assert result.to_json()["reproducible"] is False
+    cm = result.to_json()["repro"]["modules"]["cm"]
     assert cm["identical"] is False and ".rodata" in cm["sections"]
-    assert result.details["repro"]["wheel"]["identical"] is False
+    assert result.to_json()["repro"]["wheel"]["identical"] is False
     assert result.status is StageStatus.FAILED
     assert any(r.startswith("not reproducible") and ".rodata" in r for r in result.reasons)
 
@@ -149,4 +149,4 @@ def test_dates_in_the_source_follow_source_date_epoch(upstream: Upstream, tmp_pa
     branch = make_series(upstream, "cmake-date", [{"cmk/cm.c": source}])
     result = run_build(make_case(upstream, tmp_path, branch, repro=True))
     assert result.status is StageStatus.OK, result.reasons
-    assert result.details["reproducible"] is True
+    assert result.to_json()["reproducible"] is True

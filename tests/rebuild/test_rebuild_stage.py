@@ -38,13 +38,13 @@ def main_run(upstream: Upstream, tmp_path_factory: pytest.TempPathFactory):
 
 
 def _out_wheel(case, result) -> Path:
-    return case.ctx.out_dir / result.details["wheel"]["file"]
+    return case.ctx.out_dir / result.to_json()["wheel"]["file"]
 
 
 def test_changed_module_is_rebuilt_and_unchanged_ones_come_from_the_wheel(main_run, upstream):
     case, result = main_run
     assert result.status is StageStatus.OK, (result.reasons, result.not_checked)
-    mods = {m["name"]: m for m in result.details["modules"]}
+    mods = {m["name"]: m for m in result.to_json()["modules"]}
     assert mods["kern"]["action"] == "built"
     assert mods["kern"]["changed_sources"] == ["csrc/kern.cu"]
     assert mods["kern"]["sha256"] != mods["kern"]["official_sha256"]
@@ -61,18 +61,18 @@ def test_changed_module_is_rebuilt_and_unchanged_ones_come_from_the_wheel(main_r
     out = zipfile.ZipFile(_out_wheel(case, result))
     assert out.read("tinyeng/_other.so") == official.read("tinyeng/_other.so")
     assert out.read("tinyeng/_kern.so") != official.read("tinyeng/_kern.so")
-    tc = result.details["toolchain"]
+    tc = result.to_json()["toolchain"]
     assert tc["nvcc"].startswith("13.0") and tc["matches"] is True
-    assert result.details["sandbox"]["network"] == "none"
+    assert result.to_json()["sandbox"]["network"] == "none"
 
 
 def test_python_overlay_and_version_label(main_run):
     case, result = main_run
-    py = result.details["python"]
+    py = result.to_json()["python"]
     assert py["replaced"] == ["tinyeng/server.py"]
     assert py["added"] == ["tinyeng/util.py"]
     assert py["dropped"] == ["tinyeng/old.py"]
-    w = result.details["wheel"]
+    w = result.to_json()["wheel"]
     label = "+audited." + case.ws.bundle_tree[:12]
     assert w["version"] == "1.0.0" + label
     assert w["file"] == f"tinyeng-1.0.0{label}-py3-none-linux_x86_64.whl"
@@ -82,12 +82,12 @@ def test_python_overlay_and_version_label(main_run):
     assert {n.split("/")[0] for n in names if "dist-info" in n} == {di}
     meta = zipfile.ZipFile(_out_wheel(case, result)).read(f"{di}/METADATA").decode()
     assert f"Version: 1.0.0{label}" in meta.splitlines()
-    assert result.details["official_wheel"]["version"] == "1.0.0"
+    assert result.to_json()["official_wheel"]["version"] == "1.0.0"
 
 
 def test_every_file_of_the_output_has_an_origin(main_run, tmp_path):
     case, result = main_run
-    origins = result.details["origins"]
+    origins = result.to_json()["origins"]
     wheel = _out_wheel(case, result)
     names = set(zipfile.ZipFile(wheel).namelist())
     assert names == set(origins)
@@ -101,7 +101,7 @@ def test_every_file_of_the_output_has_an_origin(main_run, tmp_path):
     assert kern["commands"]
     # each claim holds: hash the output members and compare with their claimed sources
     unpacked = unpack_wheel(wheel, tmp_path / "u")
-    official = unpack_wheel(Path(result.details["official_wheel"]["path"]), tmp_path / "o")
+    official = unpack_wheel(Path(result.to_json()["official_wheel"]["path"]), tmp_path / "o")
     for path, member in unpacked.members.items():
         o = origins[path]
         if o["origin"] == "official":
@@ -123,7 +123,7 @@ def test_output_wheel_is_deterministic_zip_with_valid_record(main_run, tmp_path)
     names = [i.filename for i in infos]
     body = [n for n in names if ".dist-info/" not in n]
     assert body == sorted(body) and names[-1].endswith(".dist-info/RECORD")
-    epoch = result.details["source_date_epoch"]
+    epoch = result.to_json()["source_date_epoch"]
     import time
 
     assert {i.date_time for i in infos} == {time.gmtime(epoch)[:6]}
@@ -136,12 +136,12 @@ def test_output_wheel_is_deterministic_zip_with_valid_record(main_run, tmp_path)
 
 def test_two_builds_are_byte_identical(main_run):
     case, result = main_run
-    assert result.details["reproducible"] is True
-    repro = result.details["repro"]
+    assert result.to_json()["reproducible"] is True
+    repro = result.to_json()["repro"]
     assert repro["modules"]["kern"]["identical"] is True
-    assert repro["modules"]["kern"]["first"] == result.details["modules"][0]["sha256"]
+    assert repro["modules"]["kern"]["first"] == result.to_json()["modules"][0]["sha256"]
     assert repro["wheel"]["identical"] is True
-    assert repro["wheel"]["first"] == result.details["wheel"]["sha256"]
+    assert repro["wheel"]["first"] == result.to_json()["wheel"]["sha256"]
     assert repro["builds"][0]["umask"] != repro["builds"][1]["umask"]
 
 
@@ -191,7 +191,7 @@ def test_unclaimed_changed_cu_fails_with_a_finding(upstream, tmp_path):
     assert any("extra/evil.cu" in r and "no module" in r for r in result.reasons)
     [f] = [f for f in result.findings if f.rule == "build.unclaimed-native-source"]
     assert f.path == "extra/evil.cu" and f.action is Action.BLOCK and f.commit is not None
-    assert result.details["wheel"] is None
+    assert result.to_json()["wheel"] is None
 
 
 def test_wrong_wheel_sha256_fails(upstream, tmp_path):
@@ -202,7 +202,7 @@ def test_wrong_wheel_sha256_fails(upstream, tmp_path):
                                  recipe=recipe_text(upstream, sha256="0" * 64)))
     assert result.status is StageStatus.FAILED
     assert any("sha256" in r and upstream.sha256 in r for r in result.reasons)
-    assert result.details["wheel"] is None
+    assert result.to_json()["wheel"] is None
 
 
 def _lying_wheel(up: Upstream, dest: Path) -> Path:
@@ -245,17 +245,17 @@ def test_a_bundle_binary_is_left_out_and_reported(upstream, tmp_path):
     case = make_case(upstream, tmp_path, branch)
     result = run_build(case)
     assert result.status is StageStatus.OK, result.reasons
-    [left] = result.details["left_out"]
+    [left] = result.to_json()["left_out"]
     assert left["path"] == "tinyeng/_helper.so" and left["reason"] == "binary"
     assert left["sha256"] == hashlib.sha256(fake_elf).hexdigest()
     [f] = [f for f in result.findings if f.rule == "build.bundle-binary"]
     assert f.category is Category.BINARY_ARTIFACT and f.action is Action.BLOCK
     assert f.commit == case.ws.commits[-1].sha
-    names = zipfile.ZipFile(case.ctx.out_dir / result.details["wheel"]["file"]).namelist()
+    names = zipfile.ZipFile(case.ctx.out_dir / result.to_json()["wheel"]["file"]).namelist()
     assert "tinyeng/_helper.so" not in names and "tinyeng/server.py" in names
     # nothing native changed: every module is the official one, no toolchain was needed
-    assert {m["action"] for m in result.details["modules"]} == {"official"}
-    assert result.details["reproducible"] is None
+    assert {m["action"] for m in result.to_json()["modules"]} == {"official"}
+    assert result.to_json()["reproducible"] is None
 
 
 def test_missing_nvcc_makes_the_stage_incomplete(upstream, tmp_path):
@@ -304,11 +304,11 @@ def test_a_missing_exported_symbol_fails_the_build(upstream, tmp_path):
     [reason] = result.reasons
     assert reason == ("module kern: the rebuilt module no longer exports 1 symbol(s) of the "
                       "official one: tiny_scale")
-    kern = next(m for m in result.details["modules"] if m["name"] == "kern")
+    kern = next(m for m in result.to_json()["modules"] if m["name"] == "kern")
     assert kern["action"] == "built" and kern["abi"]["missing"] == ["tiny_scale"]
     assert kern["abi"]["added"] == ["tiny_scale_renamed"]
-    assert result.details["wheel"] is None
-    assert result.details["reproducible"] is None  # repro was off
+    assert result.to_json()["wheel"] is None
+    assert result.to_json()["reproducible"] is None  # repro was off
 
 
 def test_a_corrupt_official_wheel_is_an_input_error(upstream, tmp_path):
@@ -366,10 +366,10 @@ def test_build_through_the_pipeline_with_the_real_verify_stage(upstream, tmp_pat
     try:
         assert ctx.results["verify"].status is StageStatus.OK, ctx.results["verify"].reasons
         assert result.status is StageStatus.OK, (result.reasons, result.not_checked)
-        mods = {m["name"]: m["action"] for m in result.details["modules"]}
+        mods = {m["name"]: m["action"] for m in result.to_json()["modules"]}
         assert mods == {"kern": "built", "other": "official", "cm": "official"}
-        assert result.details["reproducible"] is None
-        wheel = ctx.out_dir / result.details["wheel"]["file"]
+        assert result.to_json()["reproducible"] is None
+        wheel = ctx.out_dir / result.to_json()["wheel"]["file"]
         assert zipfile.ZipFile(wheel).read("tinyeng/server.py") == b"def serve():\n    return 'audited'\n"
     finally:
         _shutil.rmtree(base, ignore_errors=True)
@@ -392,7 +392,7 @@ def test_a_wheel_of_another_version_fails(upstream, tmp_path):
 def test_official_files_are_compared_with_the_upstream_tree(main_run):
     case, result = main_run
     # the tiny engine's official wheel was built from the very upstream tree: nothing differs
-    assert result.details["official_differs_from_upstream"] == []
+    assert result.to_json()["official_differs_from_upstream"] == []
 
 
 def test_requirement_is_fetched_with_online_and_then_cached(upstream, tmp_path, monkeypatch):
@@ -420,4 +420,4 @@ def test_requirement_is_fetched_with_online_and_then_cached(upstream, tmp_path, 
     (links / upstream.wheel.name).unlink()
     again = run_build(make_case(upstream, tmp_path / "two", branch, recipe=recipe))
     assert again.status is StageStatus.OK
-    assert again.details["official_wheel"]["path"] == str(cached)
+    assert again.to_json()["official_wheel"]["path"] == str(cached)

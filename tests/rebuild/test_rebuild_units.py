@@ -305,10 +305,12 @@ def test_toolchain_differences_are_reported() -> None:
 
 
 def test_export_build_returns_none_without_a_wheel(tmp_path: Path) -> None:
+    from typed_results import build_data
+
     from auditor.model import StageResult, StageStatus
     from auditor.rebuild.stage import export_build
 
-    failed = StageResult("build", StageStatus.FAILED, details={"wheel": None},
+    failed = StageResult("build", StageStatus.FAILED, build_data(),
                          reasons=("official wheel sha256 differs",))
     assert export_build(failed, None, tmp_path / "out") is None  # type: ignore[arg-type]
     assert not (tmp_path / "out").exists()

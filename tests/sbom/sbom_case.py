@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from support import simple_case, write_spec
+from typed_results import build_data, built_wheel, decl, deps_data, verify_data, vuln
 
 from auditor.model import (
     Action,
@@ -23,6 +24,8 @@ from auditor.model import (
     StageStatus,
     Workspace,
 )
+from auditor.results.build import ModuleRecord, OfficialWheel, Toolchain
+from auditor.results.deps import FetchRecord, IndexRecord, SourceRecord
 from auditor.spec import load_spec
 from auditor.stage import Context, Options
 
@@ -84,49 +87,42 @@ def make_wheel(path: Path, files: dict[str, bytes]) -> str:
 
 
 def deps_result(status: StageStatus = StageStatus.OK) -> StageResult:
-    return StageResult("deps", status, details={
-        "bundle": [
-            {"name": "fastapi", "specifier": "==0.110.0", "pin": "0.110.0", "url": None,
-             "kind": "pypi", "file": "requirements.txt", "line": 1},
-            {"name": "uvicorn", "specifier": ">=0.29", "pin": None, "url": None,
-             "kind": "pypi", "file": "requirements.txt", "line": 2},
-            # the deps stage writes the pin as "version" (the agreed key is "pin"): both read
-            {"name": "FastAPI", "specifier": "==0.110.0", "version": "0.110.0", "url": None,
-             "kind": "pypi", "file": "requirements-cuda.txt", "line": 3},
-            {"name": "flashinfer", "specifier": None, "pin": None,
-             "url": "https://example.invalid/flashinfer-0.2.tar.gz", "kind": "url",
-             "file": "requirements.txt", "line": 3},
-            {"name": "helper", "specifier": None, "pin": None,
-             "url": "git+https://example.invalid/helper.git@v1", "kind": "vcs",
-             "file": "requirements.txt", "line": 4},
-            {"name": "extra-index-url", "specifier": None, "pin": None,
-             "url": "https://mirror.example.invalid/simple", "kind": "index",
-             "file": "requirements.txt", "line": 5},
-        ],
-        "cmake_fetches": [
-            {"name": "cutlass", "repository": "https://github.com/NVIDIA/cutlass.git",
-             "tag": "f9ece1b42c32ef5ffd1b7f39b62a2a4b3c8d1e2f", "url": None, "hash": None,
-             "pinned": True, "file": "CMakeLists.txt", "line": 12},
-            {"name": "vllm-flash-attn", "repository": None, "tag": None,
-             "url": "https://example.invalid/fa.tar.gz",
-             "hash": "SHA256=" + "ab" * 32},
-        ],
-        "vulnerabilities": [
-            {"id": "GHSA-aaaa-bbbb-cccc", "aliases": ["CVE-2024-0001"], "package": "fastapi",
-             "version": "0.110.0", "fixed": ["0.115.0"], "severity": "high"},
-            # waived the way the deps stage does it: through its finding (below)
-            {"id": "PYSEC-2024-7", "aliases": [], "package": "uvicorn", "version": "0.29.0",
-             "fixed": [], "severity": "medium", "summary": "reloader path traversal",
-             "severity_source": "GHSA: MODERATE"},
-            # waived with the agreed optional key
-            {"id": "OSV-2024-99", "aliases": [], "package": "flashinfer", "version": None,
-             "fixed": [], "severity": None, "waived": True, "waiver": "not shipped"},
-        ],
-        "indexes": [{"option": "index-url", "url": "https://pypi.example.invalid/simple",
-                     "file": "requirements.txt", "line": 6}],
-        "source": {"kind": "osv", "digest": "12" * 32, "date": "2026-11-01T00:00:00Z",
-                   "records": 3, "location": "/snapshots/osv"},
-    }, findings=(Finding(
+    bundle = (
+        decl("fastapi", "0.110.0", line=1),
+        decl("uvicorn", specifier=">=0.29", line=2),
+        decl("FastAPI", "0.110.0", file="requirements-cuda.txt", line=3),
+        decl("flashinfer", kind="url", url="https://example.invalid/flashinfer-0.2.tar.gz",
+             line=3),
+        decl("helper", kind="vcs", url="git+https://example.invalid/helper.git@v1", line=4),
+        decl("extra-index-url", kind="index", url="https://mirror.example.invalid/simple",
+             line=5),
+    )
+    return StageResult("deps", status, deps_data(
+        bundle=bundle,
+        cmake_fetches=(
+            FetchRecord(name="cutlass", kind="cmake-git",
+                        repository="https://github.com/NVIDIA/cutlass.git",
+                        tag="f9ece1b42c32ef5ffd1b7f39b62a2a4b3c8d1e2f", url=None, hash=None,
+                        pinned=True, file="CMakeLists.txt", line=12),
+            FetchRecord(name="vllm-flash-attn", kind="cmake-url", repository=None, tag=None,
+                        url="https://example.invalid/fa.tar.gz", hash="SHA256=" + "ab" * 32,
+                        pinned=True, file="cmake/external.cmake", line=7),
+        ),
+        vulnerabilities=(
+            vuln("GHSA-aaaa-bbbb-cccc", "fastapi", "0.110.0", aliases=["CVE-2024-0001"],
+                 fixed=["0.115.0"], severity="high"),
+            # waived by the deps stage: a waiver covers its finding (below)
+            vuln("PYSEC-2024-7", "uvicorn", "0.29.0", severity="medium",
+                 summary="reloader path traversal", severity_source="GHSA: MODERATE",
+                 waived=True,
+                 waiver="only reachable through the reloader, disabled in production"),
+            vuln("OSV-2024-99", "flashinfer", "", waived=True, waiver="not shipped"),
+        ),
+        indexes=(IndexRecord(option="index-url", url="https://pypi.example.invalid/simple",
+                             file="requirements.txt", line=6),),
+        source=SourceRecord(kind="osv", digest="12" * 32, date="2026-11-01T00:00:00Z",
+                            records=3, location="/snapshots/osv"),
+    ), findings=(Finding(
         rule="dependency.vulnerable", category=Category.DEPENDENCY, severity=Severity.MEDIUM,
         action=Action.REVIEW, path="requirements.txt", line=2, commit=None, scanner="deps",
         message="uvicorn==0.29.0 is affected by PYSEC-2024-7", fingerprint="f" * 32,
@@ -137,25 +133,31 @@ def build_result(out_dir: Path, status: StageStatus = StageStatus.OK) -> StageRe
     so = b"\x7fELF fake module built here"
     wheel_sha = make_wheel(out_dir / "engine-1.0.0+audited.sm86-py3-none-any.whl",
                            {"engine/_C.so": so, "engine/__init__.py": b"VERSION = '1.0.0'\n"})
-    return StageResult("build", status, details={
-        "wheel": {"file": "engine-1.0.0+audited.sm86-py3-none-any.whl", "name": "engine",
-                  "version": "1.0.0+audited.sm86", "sha256": wheel_sha},
-        "official_wheel": {"file": "/cache/engine-1.0.0-py3-none-any.whl", "name": "engine",
-                           "version": "1.0.0", "sha256": "cd" * 32},
-        "modules": [
-            {"name": "_C", "wheel_path": "engine/_C.so", "action": "built",
-             "sha256": hashlib.sha256(so).hexdigest(), "builder": "nvcc",
-             "sources": ["csrc/kernel.cu"],
-             "commands": [["nvcc", "-O3", "-shared", "-o", "_C.so", "csrc/kernel.cu"]]},
-            {"name": "_moe_C", "wheel_path": "engine/_moe_C.so", "action": "official",
-             "sha256": "ef" * 32, "builder": None, "sources": [], "commands": []},
-        ],
-        "toolchain": {"nvcc": "13.0.48", "cc": "gcc 12.2.0"},
-        "source_date_epoch": 1_700_000_180,
-        "started": "2026-11-29T10:00:00+00:00",
-        "finished": "2026-11-29T10:02:30+00:00",
-        "reproducible": True,
-    })
+    official = "/cache/engine-1.0.0-py3-none-any.whl"
+    return StageResult("build", status, build_data(
+        wheel=built_wheel("engine-1.0.0+audited.sm86-py3-none-any.whl", wheel_sha,
+                          version="1.0.0+audited.sm86"),
+        official_wheel=OfficialWheel(file=official, path=official, name="engine",
+                                     version="1.0.0", sha256="cd" * 32,
+                                     expected_sha256="cd" * 32),
+        modules=(
+            ModuleRecord(name="_C", wheel_path="engine/_C.so", action="built",
+                         sha256=hashlib.sha256(so).hexdigest(), official_sha256=None,
+                         builder="nvcc", recipe_entry="_C", sources=("csrc/kernel.cu",),
+                         changed_sources=(),
+                         commands=("nvcc -O3 -shared -o _C.so csrc/kernel.cu",), abi=None),
+            ModuleRecord(name="_moe_C", wheel_path="engine/_moe_C.so", action="official",
+                         sha256="ef" * 32, official_sha256="ef" * 32, builder="",
+                         recipe_entry="_moe_C", sources=(), changed_sources=(), commands=(),
+                         abi=None),
+        ),
+        toolchain=Toolchain(nvcc="13.0.48", cc="gcc 12.2.0",
+                            expected={"nvcc": "13.0.48", "cc": "gcc 12.2.0"}, matches=True),
+        source_date_epoch=1_700_000_180,
+        started="2026-11-29T10:00:00+00:00",
+        finished="2026-11-29T10:02:30+00:00",
+        reproducible=True,
+    ))
 
 
 def context(tmp: Path, case: dict[str, Any], *, build: bool = True, deps: bool = True,
@@ -177,7 +179,7 @@ def context(tmp: Path, case: dict[str, Any], *, build: bool = True, deps: bool =
     ctx = Context(spec=load_spec(spec_path), options=Options(reproducible=reproducible),
                   workdir=base / "work", out_dir=base / "out")
     ctx.workspace = case.setdefault("_ws", workspace(case))
-    ctx.results["verify"] = StageResult("verify", StageStatus.OK, details={"proof": "ok"})
+    ctx.results["verify"] = StageResult("verify", StageStatus.OK, verify_data())
     ctx.results["scan"] = StageResult.not_requested("scan")
     ctx.results["deps"] = deps_result() if deps else StageResult.not_requested("deps")
     ctx.results["build"] = (build_result(ctx.out_dir) if build

@@ -6,6 +6,7 @@ import hashlib
 import json
 import os
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -14,12 +15,16 @@ from cyclonedx.schema import SchemaVersion
 from cyclonedx.validation import make_schemabased_validator
 from sbom_case import context, git, new_case
 from support import GitRepo, export_tree
+from typed_results import decl
 
 from auditor import __version__
 from auditor.errors import InputError, ToolError
 from auditor.gitio import Git
 from auditor.model import StageResult, StageStatus
 from auditor.provenance.treehash import manifest_digest
+from auditor.results import Crashed
+from auditor.results.deps import DepsData, FetchRecord
+from auditor.results.sbom import SbomData
 from auditor.sbom import cyclonedx_doc
 from auditor.sbom.cyclonedx_doc import validate_cyclonedx
 from auditor.sbom.diffs import commit_diff
@@ -58,12 +63,13 @@ def full(case):
 def test_stage_result_and_files(full):
     r = full["result"]
     assert r.status is StageStatus.OK, r.not_checked
-    assert r.details["built"] is True
-    assert r.details["sbom"]["valid"] is True
-    assert r.details["sbom"]["file"] == "sbom.cdx.json"
-    assert r.details["sbom"]["serial"] == full["doc"]["serialNumber"]
-    assert r.details["sbom"]["commits"] == 2
-    assert r.details["sbom"]["components"] == len(full["doc"]["components"])
+    data = r.data_as(SbomData)
+    assert data is not None and data.built is True and data.sbom is not None
+    assert data.sbom.valid is True
+    assert data.sbom.file == "sbom.cdx.json"
+    assert data.sbom.serial == full["doc"]["serialNumber"]
+    assert data.sbom.commits == 2
+    assert data.sbom.components == len(full["doc"]["components"])
     assert (full["ctx"].out_dir / "provenance.intoto.json").is_file()
     json.dumps(r.to_json())  # the --json object serialises
 
@@ -185,7 +191,7 @@ def test_without_reproducible_serials_are_random(case):
         result = SbomStage().run(ctx)
         doc = assert_valid((ctx.out_dir / "sbom.cdx.json").read_text())
         serials.add(doc["serialNumber"])
-        assert result.details["sbom"]["serial"] == doc["serialNumber"]
+        assert result.to_json()["sbom"]["serial"] == doc["serialNumber"]
         prov = json.loads((ctx.out_dir / "provenance.intoto.json").read_text())
         assert prov["predicate"]["runDetails"]["metadata"]["startedOn"] == "2026-11-29T10:00:00Z"
     assert len(serials) == 2
@@ -196,7 +202,7 @@ def test_sbom_of_a_bundle_with_no_build(case, monkeypatch):
     ctx = context(case["tmp"], case, build=False, name="nobuild")
     result = SbomStage().run(ctx)
     assert result.status is StageStatus.OK, result.not_checked
-    assert result.details["built"] is False and result.details["provenance"] is None
+    assert result.to_json()["built"] is False and result.to_json()["provenance"] is None
     assert not (ctx.out_dir / "provenance.intoto.json").exists()
     doc = assert_valid((ctx.out_dir / "sbom.cdx.json").read_text())
     comp = doc["metadata"]["component"]
@@ -217,12 +223,13 @@ def test_incomplete_inputs_are_said_in_not_checked(case):
     ctx = context(case["tmp"], case, name="gaps")
     ctx.results["build"] = StageResult("build", StageStatus.INCOMPLETE,
                                        not_checked=("nvcc is not installed",))
-    ctx.results["deps"] = StageResult("deps", StageStatus.INCOMPLETE, details={"bundle": []})
+    ctx.results["deps"] = StageResult("deps", StageStatus.INCOMPLETE, Crashed("OSError: x"),
+                                      not_checked=("stage crashed: OSError: x",))
     result = SbomStage().run(ctx)
     assert result.status is StageStatus.INCOMPLETE
     text = " | ".join(result.not_checked)
     assert "build was incomplete and produced no wheel" in text
-    assert "deps was incomplete" in text and "no cmake_fetches list" in text
+    assert "deps was incomplete" in text and "deps: the stage gave no result" in text
     doc = assert_valid((ctx.out_dir / "sbom.cdx.json").read_text())
     props = {p["name"]: p["value"] for p in doc["metadata"]["component"]["properties"]}
     assert props["auditor:built"] == "false" and props["auditor:build:status"] == "incomplete"
@@ -405,16 +412,17 @@ def test_a_commit_listed_twice_is_refused_and_an_empty_series_is_fine(case):
 
 def test_odd_urls_from_the_bundle_cannot_make_the_sbom_invalid(case):
     ctx = context(case["tmp"], case, name="odd-urls")
-    details = dict(ctx.results["deps"].details)
-    details["bundle"] = [
-        {"name": "scp-style", "specifier": None, "pin": None, "kind": "vcs", "file": "r.txt",
-         "line": 1, "url": "git+ssh://git@github.com:org/repo.git@v1"},
-        {"name": "ctrl", "specifier": None, "pin": None, "kind": "url", "file": "r.txt",
-         "line": 2, "url": "https://x.example/\x1b[31m a b#c#d"},
-    ]
-    details["cmake_fetches"] = [{"name": "bad", "repository": "http://[::1", "tag": "main",
-                                 "url": None, "hash": "not-a-hash"}]
-    ctx.results["deps"] = StageResult("deps", StageStatus.OK, details=details)
+    deps = ctx.results["deps"].data_as(DepsData)
+    assert deps is not None
+    ctx.results["deps"] = StageResult("deps", StageStatus.OK, replace(
+        deps,
+        bundle=(decl("scp-style", kind="vcs", file="r.txt", line=1,
+                     url="git+ssh://git@github.com:org/repo.git@v1"),
+                decl("ctrl", kind="url", file="r.txt", line=2,
+                     url="https://x.example/\x1b[31m a b#c#d")),
+        cmake_fetches=(FetchRecord(name="bad", kind="cmake-git", repository="http://[::1",
+                                   tag="main", url=None, hash="not-a-hash", pinned=False,
+                                   file="CMakeLists.txt", line=1),)))
     assert SbomStage().run(ctx).status is StageStatus.OK
     doc = assert_valid((ctx.out_dir / "sbom.cdx.json").read_text())
     comps = {c["name"]: c for c in doc["components"]}

@@ -48,7 +48,7 @@ def test_subject_digest_is_the_wheel_sha256(run):
     (subject,) = run["doc"]["subject"]
     assert subject == {"name": wheel.name,
                        "digest": {"sha256": hashlib.sha256(wheel.read_bytes()).hexdigest()}}
-    assert run["result"].details["provenance"] == {
+    assert run["result"].to_json()["provenance"] == {
         "file": "provenance.intoto.json", "subject": wheel.name,
         "digest": subject["digest"]["sha256"]}
 

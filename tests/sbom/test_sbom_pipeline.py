@@ -82,7 +82,7 @@ def test_pipeline_writes_a_valid_sbom_and_statement(runs):
     assert [c["name"] for c in built] == ["tinyeng/_kern.so"]
     statement = json.loads((ctx.out_dir / "provenance.intoto.json").read_text())
     jsonschema.Draft202012Validator(STATEMENT_SCHEMA).validate(statement)
-    wheel = ctx.out_dir / build.details["wheel"]["file"]
+    wheel = ctx.out_dir / build.to_json()["wheel"]["file"]
     digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
     assert statement["subject"] == [{"name": wheel.name, "digest": {"sha256": digest}}]
     assert comp["hashes"] == [{"alg": "SHA-256", "content": digest}]

@@ -62,21 +62,21 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Runs:
 def test_first_run_scans_and_finds(runs: Runs):
     r = runs.first
     assert r.status is StageStatus.OK, r.not_checked
-    assert r.details["cache"]["hits"] == 0 and r.details["cache"]["misses"] > 0
-    assert r.details["cache"]["scanned"]["semgrep"] == 1
+    assert r.to_json()["cache"]["hits"] == 0 and r.to_json()["cache"]["misses"] > 0
+    assert r.to_json()["cache"]["scanned"]["semgrep"] == 1
     (f,) = [f for f in r.findings if f.category is Category.NETWORK and f.scanner == "semgrep"]
     assert (f.path, f.line, f.commit) == ("engine/net.py", 5, runs.commits["c1"])
 
 
 def test_second_run_runs_no_scanner(runs: Runs):
-    cache = runs.again.details["cache"]
+    cache = runs.again.to_json()["cache"]
     assert cache["misses"] == 0 and cache["scanned"] == {}
-    assert cache["hits"] == runs.first.details["cache"]["misses"]
+    assert cache["hits"] == runs.first.to_json()["cache"]["misses"]
     assert runs.again.to_json() == runs.first.to_json() | {"cache": cache}
 
 
 def test_upgrade_scans_only_changed_files(runs: Runs):
-    cache = runs.upgrade.details["cache"]
+    cache = runs.upgrade.to_json()["cache"]
     # engine/b.py and engine/broken.py are new content; engine/net.py comes from the cache
     assert cache["scanned"] == {"semgrep": 2, "bandit": 2, "builtin": 2, "coding": 2}
     assert cache["hits"] == 4
@@ -89,8 +89,8 @@ def test_unparsable_file_makes_the_scan_incomplete(runs: Runs):
         assert r.status is StageStatus.INCOMPLETE
         (line,) = [n for n in r.not_checked if n.startswith("engine/broken.py:")]
         assert "semgrep" in line
-        assert "engine/broken.py" not in r.details["checked_files"]
-        assert "engine/b.py" in r.details["checked_files"]
+        assert "engine/broken.py" not in r.to_json()["checked_files"]
+        assert "engine/b.py" in r.to_json()["checked_files"]
     # the parse error is a lasting result: cached, and still not checked
-    assert runs.upgrade_again.details["cache"]["misses"] == 0
+    assert runs.upgrade_again.to_json()["cache"]["misses"] == 0
     assert runs.upgrade_again.findings == runs.upgrade.findings

@@ -113,7 +113,7 @@ def gaps(case: Case) -> StageResult:
 
 def test_scan_is_ok_although_semgrep_cannot_parse_the_dockerfile(series: StageResult) -> None:
     assert series.status is StageStatus.OK, series.not_checked
-    (note,) = series.details["notes"]
+    (note,) = series.to_json()["notes"]
     assert note.startswith("docker/Dockerfile: semgrep left lines 3-")
     assert "no changed line there is left unread" in note
 
@@ -128,13 +128,13 @@ def test_dockerfile_heredoc_finding_at_the_dockerfile_line(case: Case,
 
 
 def test_each_changed_file_says_what_read_it(series: StageResult) -> None:
-    cov = series.details["coverage"]
+    cov = series.to_json()["coverage"]
     assert "semgrep:bash(derived)" in cov["docker/Dockerfile"]
     assert any(x.startswith("semgrep:dockerfile") for x in cov["docker/Dockerfile"])
     assert cov["CMakeLists.txt"] == ["builtin:cmake"]
     assert cov["engine/warm.py"] == ["bandit:python(derived)", "semgrep:python(derived)"]
     assert cov["README.md"] == ["text: no rules needed"]
-    assert series.details["uncovered"] == []
+    assert series.to_json()["uncovered"] == []
 
 
 def test_cmake_fetch_found(case: Case, series: StageResult) -> None:
@@ -161,7 +161,7 @@ def test_unread_changed_lines_make_the_scan_incomplete(gaps: StageResult) -> Non
         "plugins/init.lua"]
     assert {"path": "plugins/init.lua", "language": "lua", "lines": [[1, 1]]} in gaps.details[
         "uncovered"]
-    assert "docker/Dockerfile" not in gaps.details["checked_files"]
+    assert "docker/Dockerfile" not in gaps.to_json()["checked_files"]
 
 
 def test_file_kinds() -> None:

@@ -155,10 +155,10 @@ def test_each_category_found_and_attributed_to_its_commit(case: Case, diff_resul
         assert len(f.fingerprint) == 32 and f.snippet
     # scanners: semgrep rules, bandit (pickle, eval, exec) and the builtin scanner all contribute
     assert {f.scanner for f in diff_result.findings} == {"semgrep", "bandit", "builtin"}
-    assert set(diff_result.details["scanners"]) == {"semgrep", "bandit", "builtin", "coding",
+    assert set(diff_result.to_json()["scanners"]) == {"semgrep", "bandit", "builtin", "coding",
                                                      "cmake"}
-    assert diff_result.details["scope"] == "diff"
-    assert diff_result.details["ruleset"]
+    assert diff_result.to_json()["scope"] == "diff"
+    assert diff_result.to_json()["ruleset"]
 
 
 def test_policy_actions_applied(diff_result: StageResult):
@@ -175,18 +175,18 @@ def test_later_commit_does_not_steal_attribution(case: Case, diff_result: StageR
 
 def test_upstream_code_not_reported_in_diff_scope(diff_result: StageResult):
     assert _at(diff_result, "engine/server.py", Category.NETWORK) == []
-    assert "engine/util.py" not in diff_result.details["checked_files"]
-    assert "engine/server.py" in diff_result.details["checked_files"]
+    assert "engine/util.py" not in diff_result.to_json()["checked_files"]
+    assert "engine/server.py" in diff_result.to_json()["checked_files"]
 
 
 def test_tests_and_build_folders_are_scanned(diff_result: StageResult):
-    checked = diff_result.details["checked_files"]
+    checked = diff_result.to_json()["checked_files"]
     assert "tests/test_net.py" in checked and "build/gen.py" in checked
 
 
 def test_binaries_are_left_to_verify(diff_result: StageResult):
-    assert "engine/logo.png" not in diff_result.details["checked_files"]
-    assert any(s.startswith("engine/logo.png:") for s in diff_result.details["skipped"])
+    assert "engine/logo.png" not in diff_result.to_json()["checked_files"]
+    assert any(s.startswith("engine/logo.png:") for s in diff_result.to_json()["skipped"])
     assert not any("logo.png" in n for n in diff_result.not_checked)
 
 
@@ -198,10 +198,10 @@ def test_cuda_network_call_found_at_its_line(case: Case, diff_result: StageResul
 
 
 def test_full_scope_marks_upstream_findings_inherited(case: Case, full_result: StageResult):
-    assert full_result.details["scope"] == "full"
+    assert full_result.to_json()["scope"] == "full"
     (up,) = _at(full_result, "engine/server.py", Category.NETWORK)
     assert up.inherited and up.commit is None and up.line == 5
-    assert "engine/util.py" in full_result.details["checked_files"]
+    assert "engine/util.py" in full_result.to_json()["checked_files"]
     (new,) = _at(full_result, "engine/metrics.py", Category.NETWORK)
     assert not new.inherited and new.commit == case.commits["metrics"]
     # the findings of the series are the same in both scopes
@@ -235,7 +235,7 @@ def test_waiver_and_expired_waiver(case: Case, diff_result: StageResult, tmp_pat
         f'\n[[waiver]]\nrule = "{obf.rule}"\npath = "{obf.path}"\nfingerprint = "*"\n'
         f'reason = "was fine once"\nowner = "ops@example.org"\nexpires = 2020-01-01\n')
     result = case.run("waived", waivers=waivers)
-    assert result.details["cache"]["misses"] == 0
+    assert result.to_json()["cache"]["misses"] == 0
     (w,) = _at(result, "engine/metrics.py", Category.NETWORK)
     assert w.waived and "our own collector" in (w.waiver or "")
     (o,) = _at(result, "engine/loader.py", Category.OBFUSCATION)

@@ -87,7 +87,7 @@ def test_scanner_crash_leaves_its_files_not_checked(small: Small):
     assert r.status is StageStatus.INCOMPLETE
     crashed = [n for n in r.not_checked if "exploding crashed" in n]
     assert {n.split(":")[0] for n in crashed} == {"engine/util.py", "engine/run.py"}
-    assert r.details["checked_files"] == []
+    assert r.to_json()["checked_files"] == []
 
 
 def test_missing_tool_is_not_checked(small: Small):
@@ -95,14 +95,14 @@ def test_missing_tool_is_not_checked(small: Small):
     bandit._exe = str(small.tmp / "no-such-bandit")
     r = small.scan([bandit], "missing")
     assert r.status is StageStatus.INCOMPLETE
-    assert r.details["scanners"] == {"bandit": "unavailable"}
+    assert r.to_json()["scanners"] == {"bandit": "unavailable"}
     assert any(n.startswith("engine/run.py:") and "bandit" in n for n in r.not_checked)
 
 
 def test_scanner_that_forgets_a_file(small: Small):
     r = small.scan([ForgetfulScanner()], "forgetful")
     assert any(n.startswith("engine/util.py:") and "no result" in n for n in r.not_checked)
-    assert "engine/run.py" in r.details["checked_files"]
+    assert "engine/run.py" in r.to_json()["checked_files"]
 
 
 def test_undecodable_file_and_unexplained_line(small: Small):

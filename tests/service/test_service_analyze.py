@@ -6,7 +6,7 @@ from unitcase import needs_analyze, service
 from auditor.model import StageStatus
 from auditor.service import analyze
 from auditor.service.render import render_unit
-from auditor.service.stage import check_unit
+from auditor.service.stage import Rendered, check_unit
 from auditor.service.unitfile import parse_unit
 from auditor.spec import load_profile
 
@@ -34,27 +34,27 @@ Bogus=1
 def test_rendered_units_verify_clean_and_score_at_most_2(tmp_path, spec, profile):
     r = render_unit(spec, profile)
     unit = parse_unit(r.text, r.unit_name)
-    result = check_unit(unit, profile, tmp_path, details={"unit": r.unit_name})
+    result = check_unit(unit, profile, tmp_path, Rendered(r.unit_name))
     assert result.status is StageStatus.OK, result.not_checked
-    assert result.details["verify"] == {"ok": True, "warnings": []}
-    score = result.details["exposure"]["score"]
+    assert result.to_json()["verify"] == {"ok": True, "warnings": []}
+    score = result.to_json()["exposure"]["score"]
     assert isinstance(score, float) and 0.0 <= score <= analyze.EXPOSURE_THRESHOLD
-    assert result.details["exposure"]["label"] == "OK"
+    assert result.to_json()["exposure"]["label"] == "OK"
     assert result.findings == ()
 
 
 @needs_analyze
 def test_a_bare_unit_scores_high_and_verify_warnings_keep_their_line(tmp_path):
     unit = parse_unit(BARE, "bare.service")
-    result = check_unit(unit, VLLM, tmp_path, details={})
-    assert result.details["exposure"]["score"] > 9.0
-    assert result.details["exposure"]["label"] == "UNSAFE"
+    result = check_unit(unit, VLLM, tmp_path, Rendered("unit"))
+    assert result.to_json()["exposure"]["score"] > 9.0
+    assert result.to_json()["exposure"]["label"] == "UNSAFE"
     by_rule = {f.rule: f for f in result.findings}
     assert "service.exposure-score" in by_rule
     assert "9." in by_rule["service.exposure-score"].message
     verify = by_rule["service.verify"]
     assert verify.line == 6 and "Bogus" in verify.message
-    assert result.details["verify"]["ok"] is False
+    assert result.to_json()["verify"]["ok"] is False
     assert by_rule["service.key-on-command-line"].line == 5
 
 
@@ -76,9 +76,9 @@ def test_without_systemd_analyze_the_check_is_incomplete_and_lint_still_runs(tmp
                                                                              monkeypatch):
     monkeypatch.setenv("PATH", str(tmp_path / "empty-path"))
     unit = parse_unit(BARE, "bare.service")
-    result = check_unit(unit, VLLM, tmp_path / "work", details={})
+    result = check_unit(unit, VLLM, tmp_path / "work", Rendered("unit"))
     assert result.status is StageStatus.INCOMPLETE
     assert len(result.not_checked) == 2
     assert all("not installed" in n for n in result.not_checked)
-    assert result.details["exposure"] is None and result.details["verify"] is None
+    assert result.to_json()["exposure"] is None and result.to_json()["verify"] is None
     assert "service.key-on-command-line" in {f.rule for f in result.findings}
