@@ -98,3 +98,9 @@ class ToolMissing(ToolError):
     """The tool is not installed on this machine."""
 
 
+
+
+class InternalError(AuditError):
+    """auditor produced something its own contract forbids (a bug): nothing is reported clean."""
+
+    exit_code = EXIT_INCOMPLETE

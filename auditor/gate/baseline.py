@@ -7,40 +7,19 @@ engine profile or package.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from auditor.errors import BaselineError
-from auditor.inputs import MAX_AUDIT_JSON_BYTES, bounded_depth, read_input_text
-from auditor.model import AUDIT_SCHEMA, AuditResult
+from auditor.model import AuditResult
 from auditor.report.view import as_map, as_text
+from auditor.results.audit_file import load_audit
 from auditor.spec import Spec
 
 
 def load_baseline(path: Path) -> AuditResult:
-    try:
-        text = read_input_text(path, "baseline", MAX_AUDIT_JSON_BYTES)
-    except FileNotFoundError:
-        raise BaselineError(f"baseline {path}: file not found",
-                            hint="pass the audit.json of the approved audit") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise BaselineError(f"baseline {path}: cannot be read: {exc}") from None
-    try:
-        data = bounded_depth(json.loads(text), path, "baseline")
-    except RecursionError:
-        raise BaselineError(f"baseline {path}: nested too deeply") from None
-    except json.JSONDecodeError as exc:
-        raise BaselineError(f"baseline {path}: not JSON ({exc.msg} at line {exc.lineno})") from None
-    if not isinstance(data, dict):
-        raise BaselineError(f"baseline {path}: not an audit.json (a JSON object is expected)")
-    if data.get("schema") != AUDIT_SCHEMA:
-        raise BaselineError(f"baseline {path}: schema is {data.get('schema')!r}, "
-                            f"expected {AUDIT_SCHEMA!r}")
-    try:
-        return AuditResult.from_json(data)
-    except (KeyError, ValueError, TypeError, AttributeError) as exc:
-        raise BaselineError(f"baseline {path}: malformed audit.json "
-                            f"({type(exc).__name__}: {exc})") from None
+    """The approved audit.json, read by the one loader (checked against its schema)."""
+    return load_audit(path, label="baseline", error=BaselineError,
+                      hint="pass the audit.json of the approved audit")
 
 
 def check_fits(baseline: AuditResult, spec: Spec, path: Path) -> None:

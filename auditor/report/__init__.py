@@ -6,13 +6,10 @@ never by re-running a stage.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from auditor.errors import InputError
-from auditor.inputs import load_json_input
 from auditor.model import STAGES, AuditResult, Verdict, compute_verdict
 from auditor.report.formats import ReportFormat, formatter_for
 from auditor.report.interface import Formatter
@@ -71,21 +68,11 @@ def write_reports(audit: AuditResult, out_dir: Path, ctx: Context | None = None)
 
 
 def load_audit(path: Path) -> AuditResult:
-    """A saved audit.json; an unreadable or foreign file is an InputError naming it (exit 2)."""
-    try:
-        data = load_json_input(path, "audit.json")  # checked: regular, capped, bounded depth
-    except FileNotFoundError:
-        raise InputError(f"{path}: file not found") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"{path}: cannot be read: {exc}") from None
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{path}: not JSON ({exc.msg} at line {exc.lineno})") from None
-    if not isinstance(data, dict):
-        raise InputError(f"{path}: not an audit.json (a JSON object is expected)")
-    try:
-        return AuditResult.from_json(data)
-    except (KeyError, ValueError, TypeError, AttributeError) as exc:
-        raise InputError(f"{path}: not a valid audit.json ({exc})") from None
+    """A saved audit.json, checked against its schema; a bad file is an InputError naming it
+    (exit 2). The one loader is :func:`auditor.results.audit_file.load_audit`."""
+    from auditor.results.audit_file import load_audit as load
+
+    return load(path)
 
 
 def load_saved(path: Path) -> Recomputed:

@@ -11,10 +11,8 @@ from __future__ import annotations
 import os
 import re
 import sys
-import threading
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
-from functools import cache
 from pathlib import Path
 
 from auditor import __version__
@@ -24,6 +22,7 @@ from auditor.gitio import Git
 from auditor.model import STAGES, StageResult, StageStatus, Workspace, compute_verdict, status_for
 from auditor.provenance.treehash import manifest_digest
 from auditor.rebuild.wheel import sha256_file
+from auditor.results.audit_file import warm_jsonschema
 from auditor.results.sbom import ProvenanceDocument, SbomData, SbomDocument
 from auditor.sbom.diffs import commit_diff
 from auditor.sbom.inputs import BuildInfo, DepsInfo, read_build, read_deps
@@ -120,18 +119,6 @@ class SbomStage(Stage):
             built=build.built)
         return StageResult(self.name, status_for((), not_checked, ()), data,
                            not_checked=tuple(not_checked))
-
-
-@cache
-def warm_jsonschema() -> None:
-    """Import jsonschema (~1.5 s: its ``rfc3987_syntax`` compiles an RFC 3987 grammar) in a
-    background thread, once per process; whoever needs it first waits on Python's import lock
-    for the rest of the import, so nothing is ever used half-loaded."""
-
-    def load() -> None:
-        import jsonschema  # noqa: F401
-
-    threading.Thread(target=load, name="auditor-warm-jsonschema", daemon=True).start()
 
 
 # ---------------------------------------------------------------- what the inputs lack

@@ -1,0 +1,109 @@
+"""audit.json as a file: its JSON Schema (``docs/audit.schema.json``) and the one loader.
+
+``auditor report`` and ``auditor gate`` read a saved audit.json only through :func:`load_audit`:
+the file is read with the input caps, parsed, checked against the schema of its ``schema`` field,
+and only then turned into typed results. Every problem is one line naming the file (and, for a
+schema failure, the first failing path): exit 2. ``auditor audit`` checks what it is about to
+write with :func:`check_before_writing`: a failure there is a bug in auditor (exit 3).
+
+jsonschema takes seconds to import, so it is imported only here, when a check runs.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Mapping
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from auditor.errors import AuditError, InputError, InternalError
+from auditor.inputs import MAX_AUDIT_JSON_BYTES, bounded_depth, read_input_text
+from auditor.model import AUDIT_SCHEMA, AuditResult
+
+#: the schema of audit.json (``docs/audit.schema.json``, shipped inside the package)
+SCHEMA_FILE = Path(__file__).with_name("audit.schema.json")
+#: how the schema is named in messages
+SCHEMA_NAME = "docs/audit.schema.json"
+_MESSAGE_MAX = 240
+
+
+@cache
+def warm_jsonschema() -> None:
+    """Import jsonschema (seconds: its ``rfc3987_syntax`` compiles an RFC 3987 grammar) in a
+    background thread, once per process; whoever needs it first waits on Python's import lock
+    for the rest of the import, so nothing is ever used half-loaded."""
+
+    def load() -> None:
+        import jsonschema  # noqa: F401
+
+    threading.Thread(target=load, name="auditor-warm-jsonschema", daemon=True).start()
+
+
+@cache
+def audit_schema() -> dict[str, Any]:
+    data = json.loads(SCHEMA_FILE.read_text(encoding="utf-8"))
+    assert isinstance(data, dict)
+    return data
+
+
+@cache
+def _validator() -> Any:
+    from jsonschema import Draft202012Validator
+
+    return Draft202012Validator(audit_schema())
+
+
+def schema_problem(data: Any) -> str | None:
+    """None when ``data`` fits the audit.json schema; else ``PATH: what is wrong`` for the most
+    relevant failing place (jsonschema's best match: the deepest of the first failures)."""
+    from jsonschema.exceptions import best_match
+
+    error = best_match(_validator().iter_errors(data))
+    if error is None:
+        return None
+    where = "/".join(str(p) for p in error.absolute_path) or "(top level)"
+    message = " ".join(error.message.split())
+    if len(message) > _MESSAGE_MAX:
+        message = message[:_MESSAGE_MAX] + "…"
+    return f"{where}: {message}"
+
+
+def check_before_writing(data: Mapping[str, Any]) -> None:
+    """The audit.json about to be written must fit its schema; if not, auditor has a bug."""
+    problem = schema_problem(data)
+    if problem is not None:
+        raise InternalError(f"the audit.json auditor made does not fit {SCHEMA_NAME} at "
+                            f"{problem}: this is a bug in auditor; nothing was written",
+                            hint="report it with the audit's spec; run with --verbose")
+
+
+def load_audit(path: Path, *, label: str = "", error: type[AuditError] = InputError,
+               hint: str | None = None) -> AuditResult:
+    """A saved audit.json, checked and typed. ``label`` prefixes the file in messages
+    (``baseline``); ``error`` is the error class raised (exit 2 either way)."""
+    shown = f"{label} {path}" if label else str(path)
+    try:
+        text = read_input_text(path, label or "audit.json", MAX_AUDIT_JSON_BYTES)
+    except FileNotFoundError:
+        raise error(f"{shown}: file not found", hint=hint) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise error(f"{shown}: cannot be read: {exc}") from None
+    try:
+        data = bounded_depth(json.loads(text), path, label or "audit.json")
+    except RecursionError:
+        raise error(f"{shown}: nested too deeply") from None
+    except json.JSONDecodeError as exc:
+        raise error(f"{shown}: not JSON ({exc.msg} at line {exc.lineno})") from None
+    if not isinstance(data, dict):
+        raise error(f"{shown}: not an audit.json (a JSON object is expected)")
+    if data.get("schema") != AUDIT_SCHEMA:
+        raise error(f"{shown}: schema is {data.get('schema')!r}, expected {AUDIT_SCHEMA!r}")
+    problem = schema_problem(data)
+    if problem is not None:
+        raise error(f"{shown}: malformed audit.json: does not fit {SCHEMA_NAME} at {problem}")
+    try:
+        return AuditResult.from_json(data)
+    except (KeyError, ValueError, TypeError, AttributeError) as exc:
+        raise error(f"{shown}: malformed audit.json ({type(exc).__name__}: {exc})") from None
