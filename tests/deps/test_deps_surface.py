@@ -388,3 +388,26 @@ def test_group_entries_take_part_of_a_file():
     assert s.covers_computed(computed) == "requirements/cuda.txt"
     assert s.covers_computed(Skip("setup.py", 9, "x", group="extras",
                                   topic=Topic.COMPUTED_REQUIRES)) is None
+
+
+def test_a_vulnerability_is_waived_only_when_every_finding_of_it_is(case):
+    """The deps stage records on each vulnerability whether waivers cover it (the SBOM reads that
+    field): numpy's one finding is waived; torch has two and only one of them is."""
+    waivers = case["tmp"] / "waivers.toml"
+    waivers.write_text("".join(
+        f'[[waiver]]\nrule = "dependency.vulnerable"\npath = "{path}"\nfingerprint = "*"\n'
+        f'reason = "{why}"\nowner = "sec@example.org"\nexpires = 2099-01-01\n\n'
+        for path, why in (("requirements/common.txt", "numpy is not reachable here"),
+                          ("requirements/cuda.txt", "only the cuda pin"))))
+    spec = {**case["spec"], "deps": {**case["spec"]["deps"], "lock": "requirements.lock"},
+            "scan": {"waivers": str(waivers)}}
+    _, data, err = run_deps(case["tmp"], "waived", spec)
+    assert data is not None, err
+    by_package = {v["package"]: v for v in data["vulnerabilities"]}
+    assert by_package["numpy"]["waived"] is True
+    assert by_package["numpy"]["waiver"].startswith("numpy is not reachable here")
+    assert by_package["torch"]["waived"] is False and by_package["torch"]["waiver"] is None
+    assert by_package["urllib3"]["waived"] is False
+    info = read_deps(StageResult.from_json("deps", data))
+    assert {v.package: v.waived for v in info.vulnerabilities} == {
+        "numpy": True, "torch": False, "urllib3": False}

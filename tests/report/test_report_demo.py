@@ -71,3 +71,19 @@ def test_report_demo_html_per_commit(demo: dict[str, Any]) -> None:
     doc = Doc()
     doc.feed(html)
     assert not doc.errors and doc.stack == []
+
+
+def test_report_demo_stage_results_round_trip(demo: dict[str, Any]) -> None:
+    """verify, scan and deps of the demo (real git, semgrep, bandit, OSV snapshot): each typed
+    result reads back from its JSON unchanged, and the audit fits docs/audit.schema.json."""
+    import json
+
+    from auditor.model import AuditResult, StageResult
+    from auditor.results.audit_file import schema_problem
+
+    audit = demo["audit"]
+    for name, result in audit.stages.items():
+        assert StageResult.from_json(name, json.loads(json.dumps(result.to_json()))) == result
+    data = json.loads(json.dumps(audit.to_json()))
+    assert schema_problem(data) is None
+    assert AuditResult.from_json(data) == audit
