@@ -6,7 +6,8 @@ and only then turned into typed results. Every problem is one line naming the fi
 schema failure, the first failing path): exit 2. ``auditor audit`` checks what it is about to
 write with :func:`check_before_writing`: a failure there is a bug in auditor (exit 3).
 
-jsonschema takes seconds to import, so it is imported only here, when a check runs.
+The check is :mod:`auditor.results.jsoncheck` (the schema's keywords, without the seconds of CPU
+that importing jsonschema costs); :func:`warm_jsonschema` is for the stages that use jsonschema.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import Any
 from auditor.errors import AuditError, InputError, InternalError
 from auditor.inputs import MAX_AUDIT_JSON_BYTES, bounded_depth, read_input_text
 from auditor.model import AUDIT_SCHEMA, AuditResult
+from auditor.results.jsoncheck import Checker
 
 #: the schema of audit.json (``docs/audit.schema.json``, shipped inside the package)
 SCHEMA_FILE = Path(__file__).with_name("audit.schema.json")
@@ -49,25 +51,20 @@ def audit_schema() -> dict[str, Any]:
 
 
 @cache
-def _validator() -> Any:
-    from jsonschema import Draft202012Validator
-
-    return Draft202012Validator(audit_schema())
+def _checker() -> Checker:
+    return Checker(audit_schema())
 
 
 def schema_problem(data: Any) -> str | None:
-    """None when ``data`` fits the audit.json schema; else ``PATH: what is wrong`` for the most
-    relevant failing place (jsonschema's best match: the deepest of the first failures)."""
-    from jsonschema.exceptions import best_match
-
-    error = best_match(_validator().iter_errors(data))
-    if error is None:
+    """None when ``data`` fits the audit.json schema; else ``PATH: what is wrong`` for the first
+    place (depth first, in document order) that does not."""
+    problem = _checker().first_problem(data)
+    if problem is None:
         return None
-    where = "/".join(str(p) for p in error.absolute_path) or "(top level)"
-    message = " ".join(error.message.split())
+    message = " ".join(problem.message.split())
     if len(message) > _MESSAGE_MAX:
         message = message[:_MESSAGE_MAX] + "…"
-    return f"{where}: {message}"
+    return f"{problem.where}: {message}"
 
 
 def check_before_writing(data: Mapping[str, Any]) -> None:

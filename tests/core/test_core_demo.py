@@ -89,13 +89,16 @@ def test_demo_rebuilds_its_kernel_reproducibly(demo) -> None:
 def test_demo_audit_json_fits_its_schema_and_every_stage_round_trips(demo) -> None:
     """The demo runs every stage with the real tools: its audit.json fits docs/audit.schema.json,
     and each stage's typed result reads back from its JSON and writes the same JSON again."""
+    from jsonschema import Draft202012Validator
+
     from auditor.model import AuditResult, StageResult
     from auditor.results import data_class
-    from auditor.results.audit_file import schema_problem
+    from auditor.results.audit_file import audit_schema, schema_problem
 
     _, out = demo
     data = json.loads((out / "audit" / "audit.json").read_text())
     assert schema_problem(data) is None
+    assert Draft202012Validator(audit_schema()).is_valid(data)  # jsonschema agrees
     for name, st in data["stages"].items():
         result = StageResult.from_json(name, st)
         assert isinstance(result.data, data_class(name)), name  # every stage ran in the demo

@@ -25,6 +25,7 @@ from auditor.results.audit_file import (
     load_audit,
     schema_problem,
 )
+from auditor.results.jsoncheck import Checker, UnsupportedKeyword
 from auditor.spec import load_spec
 from auditor.stage import Context, Options, Stage
 
@@ -44,10 +45,22 @@ def test_the_schema_is_a_valid_draft_2020_12_schema_versioned_by_the_schema_fiel
                                      "audit.schema.json").resolve()
 
 
+def jsonschema_accepts(data: object) -> bool:
+    from jsonschema import Draft202012Validator
+
+    return bool(Draft202012Validator(audit_schema()).is_valid(data))
+
+
+def test_the_checker_refuses_a_schema_keyword_it_does_not_check() -> None:
+    with pytest.raises(UnsupportedKeyword):
+        Checker({"type": "object", "patternProperties": {"^x": {"type": "string"}}})
+    assert Checker(audit_schema()).first_problem(good()) is None
+
+
 def test_a_good_audit_fits_and_loads(tmp_path: Path) -> None:
     path = tmp_path / "audit.json"
     path.write_text(json.dumps(good()))
-    assert schema_problem(good()) is None
+    assert schema_problem(good()) is None and jsonschema_accepts(good())
     assert load_audit(path) == AuditResult.from_json(good())
 
 
@@ -67,6 +80,7 @@ def test_report_on_a_file_that_fails_the_schema_is_exit_2_naming_file_and_path(
     data = good()
     change, where = BROKEN[case]
     change(data)
+    assert not jsonschema_accepts(data)  # jsonschema itself agrees the file is bad
     path = tmp_path / "audit.json"
     path.write_text(json.dumps(data))
     with pytest.raises(InputError) as info:

@@ -78,12 +78,15 @@ def test_report_demo_stage_results_round_trip(demo: dict[str, Any]) -> None:
     result reads back from its JSON unchanged, and the audit fits docs/audit.schema.json."""
     import json
 
+    from jsonschema import Draft202012Validator
+
     from auditor.model import AuditResult, StageResult
-    from auditor.results.audit_file import schema_problem
+    from auditor.results.audit_file import audit_schema, schema_problem
 
     audit = demo["audit"]
     for name, result in audit.stages.items():
         assert StageResult.from_json(name, json.loads(json.dumps(result.to_json()))) == result
     data = json.loads(json.dumps(audit.to_json()))
     assert schema_problem(data) is None
+    assert Draft202012Validator(audit_schema()).is_valid(data)  # jsonschema agrees
     assert AuditResult.from_json(data) == audit

@@ -97,12 +97,16 @@ def test_the_same_audit_gives_the_same_bytes(runs):
 def test_every_stage_result_round_trips_and_fits_the_schema(runs):
     """verify, deps (not requested), build and sbom of a real pipeline run: each typed result
     writes JSON that reads back to an equal result, and the audit as a whole fits its schema."""
+    from jsonschema import Draft202012Validator
+
     from auditor.model import AuditResult, StageResult, compute_verdict
-    from auditor.results.audit_file import schema_problem
+    from auditor.results.audit_file import audit_schema, schema_problem
 
     ctx = runs["ctxs"][0]
     for name, result in ctx.results.items():
         again = StageResult.from_json(name, json.loads(json.dumps(result.to_json())))
         assert again == result, name
     verdict, reasons = compute_verdict(ctx.results.values())
-    assert schema_problem(AuditResult(verdict, reasons, ctx.results).to_json()) is None
+    data = json.loads(json.dumps(AuditResult(verdict, reasons, ctx.results).to_json()))
+    assert schema_problem(data) is None
+    assert Draft202012Validator(audit_schema()).is_valid(data)  # jsonschema agrees
