@@ -198,10 +198,9 @@ def audit(spec: Spec, options: Options, out: Path, *, inputs: Iterable[Path] = (
     gate's baseline); a write that fails (read-only, full) is an InputError and leaves nothing.
     """
     from auditor.report import write_reports
-    from auditor.results.audit_file import check_before_writing, warm_jsonschema
+    from auditor.results.audit_file import check_before_writing
 
     directory = AuditDirectory(out, spec=spec, inputs=inputs)
-    warm_jsonschema()  # for the check of audit.json at the end, imported while the stages run
     try:
         with tempfile.TemporaryDirectory(prefix="auditor-") as work:
             result, ctx = run_pipeline(spec, options, STAGES, directory.tmp, Path(work))
