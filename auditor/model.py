@@ -1,7 +1,9 @@
 """The typed values that cross every boundary: findings, stage results, the audit and its verdict.
 
 Everything here is a frozen dataclass or a ``str`` Enum with a JSON round-trip. The audit directory's
-``audit.json`` (schema ``auditor/audit/v1``) is :class:`AuditResult` serialised.
+``audit.json`` (schema ``auditor/audit/v1``, ``docs/audit.schema.json``) is :class:`AuditResult`
+serialised; each stage's own result is a typed :mod:`auditor.results` class in
+:attr:`StageResult.data`.
 """
 
 from __future__ import annotations

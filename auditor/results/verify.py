@@ -12,7 +12,6 @@ from auditor.results.base import (
     StageData,
     obj,
     objects,
-    opt_int,
     opt_obj,
     opt_str,
     str_map,
@@ -199,5 +198,5 @@ class VerifyData(StageData):
                    expected_tree=opt_str(d["expected_tree"]), bundle_tree=str(d["bundle_tree"]),
                    bundle=obj(d["bundle"]), bundle_format=opt_obj(d["bundle_format"]),
                    manifest_digest=str(d["manifest_digest"]),
-                   file_count=int(opt_int(d["file_count"]) or 0),
+                   file_count=int(d["file_count"]),
                    proof=ProofCheck.from_json(d) if "series" in d else None)
