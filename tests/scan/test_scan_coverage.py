@@ -159,7 +159,7 @@ def test_unread_changed_lines_make_the_scan_incomplete(gaps: StageResult) -> Non
     assert "PartialParsing" in reasons["docker/Dockerfile"]  # line 5 is read by no rule set
     assert "no rule set reads its language (lua) on changed line(s) 1" in reasons[
         "plugins/init.lua"]
-    assert {"path": "plugins/init.lua", "language": "lua", "lines": [[1, 1]]} in gaps.details[
+    assert {"path": "plugins/init.lua", "language": "lua", "lines": [[1, 1]]} in gaps.to_json()[
         "uncovered"]
     assert "docker/Dockerfile" not in gaps.to_json()["checked_files"]
 
