@@ -54,8 +54,11 @@ class Declaration:
     end_line: int = 0  # last line of a declaration written over several lines (0: one line)
 
     @property
-    def sort_key(self) -> tuple[str, int, str, str]:
-        return (self.file, self.line, self.kind.value, self.name)
+    def sort_key(self) -> tuple[str, int, str, str, tuple[str, ...], str, str, str]:
+        """A total order: two declarations of one name on one line (``pkg`` and ``pkg[s3]``)
+        still sort the same way on every run."""
+        return (self.file, self.line, self.kind.value, self.name, self.extras, self.specifier,
+                self.markers, self.url or "")
 
     @property
     def pinned_ref(self) -> bool:

@@ -41,3 +41,34 @@ def test_an_include_through_a_link_is_not_followed(tmp_path):
     ex = extract_tree(DirTree(root))
     assert ex.declarations == ()
     assert ex.not_checked == ("requirements.txt:1: -r 'linked.txt': no such file in the tree",)
+
+
+def test_two_declarations_of_one_name_on_one_line_keep_one_order(tmp_path):
+    """vLLM's Dockerfile installs ``runai-model-streamer runai-model-streamer[s3]`` on one line;
+    the extraction's order must not depend on the interpreter's hash seed."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    docker = tmp_path / "docker"
+    docker.mkdir()
+    (docker / "Dockerfile").write_text(
+        "FROM python:3.12\n"
+        "RUN uv pip install --system boto3 runai-model-streamer runai-model-streamer[s3] "
+        "'timm==0.9.10'\n")
+    probe = ("import json, sys\n"
+             "from pathlib import Path\n"
+             "from auditor.deps.extract import extract_tree\n"
+             "from auditor.deps.tree import DirTree\n"
+             "ex = extract_tree(DirTree(Path(sys.argv[1])))\n"
+             "print(json.dumps([[d.name, list(d.extras), d.line] for d in ex.declarations]))\n")
+    orders = set()
+    for seed in ("1", "2", "3", "4", "5", "6"):
+        out = subprocess.run([sys.executable, "-c", probe, str(tmp_path)], check=True,
+                             capture_output=True, text=True,
+                             env={**os.environ, "PYTHONHASHSEED": seed}).stdout
+        orders.add(out)
+    assert len(orders) == 1
+    names = [(n, tuple(x)) for n, x, _ in json.loads(orders.pop())]
+    assert ("runai-model-streamer", ()) in names and ("runai-model-streamer", ("s3",)) in names
