@@ -25,8 +25,10 @@ from auditor.model import (
 )
 from auditor.policy import Policy, load_policy
 from auditor.provenance.anomalies import Anomaly, AnomalyKind, find_anomalies
+from auditor.provenance.bundlefiles import DirFiles, GitFiles, LazyUnpack
 from auditor.provenance.compare import compare, display, tree_entries
 from auditor.provenance.gitview import ProofGit, open_repos
+from auditor.provenance.proofcache import CachedProof, ProofCache, proof_key
 from auditor.provenance.replay import Replay, replay
 from auditor.provenance.series import SeriesCheck, check_series, diff_stats
 from auditor.provenance.treehash import hash_folder, manifest_digest
@@ -59,8 +61,28 @@ class VerifyStage(Stage):
     def run(self, ctx: Context) -> StageResult:
         spec = ctx.spec
         policy = policy_for(spec)
-        allow_merges = spec.patches.allow_merges or policy.allow_merges
         upstream_git, git = open_repos(spec.upstream.repo, spec.patches.repo)
+        # the proof cache (auditor.provenance.proofcache): reused only when every input is the same
+        key = proof_key(spec, policy.path, upstream_git, git)
+        cache = ProofCache(ctx.cache_dir) if key is not None else None
+        if key is not None and cache is not None:
+            hit = cache.get(key)
+            if hit is not None:
+                ctx.progress(f"verify: the proof of bundle {spec.bundle.path.name} is cached "
+                             f"({key.digest[:12]}); the bundle is unpacked only if a stage "
+                             "needs the folder")
+                ctx.artifacts["workspace"] = cached_workspace(ctx, hit, git)
+                return hit.result
+        result = self._prove(ctx, policy, upstream_git, git)
+        ws = ctx.workspace
+        if key is not None and cache is not None and ws is not None:
+            cache.put(key, result, ws, spec.bundle.path)
+        return result
+
+    def _prove(self, ctx: Context, policy: Policy, upstream_git: ProofGit,
+               git: ProofGit) -> StageResult:
+        spec = ctx.spec
+        allow_merges = spec.patches.allow_merges or policy.allow_merges
         reasons: list[str] = []
 
         ref_commit = upstream_git.rev_parse(spec.upstream.ref)
@@ -167,7 +189,7 @@ class VerifyStage(Stage):
             upstream_commit=base, upstream_tree=upstream_tree, head_commit=head,
             head_tree=head_tree, expected_tree=rp.tree, commits=series.commits,
             bundle_root=unpacked.root, bundle_tree=hashed.tree, manifest=hashed.manifest,
-            proof_ok=ok)
+            proof_ok=ok, files=DirFiles(unpacked.root))
         return StageResult(self.name, StageStatus.OK if ok else StageStatus.FAILED,
                            details=details, findings=findings, reasons=tuple(reasons))
 
@@ -206,6 +228,20 @@ def _git_side(ctx: Context, git: ProofGit, base: str, head: str,
                     against=against, upstream_entries=tree_entries(git, upstream_tree),
                     series_entries=tree_entries(git, against),
                     stats=diff_stats(git, [c.sha for c in series.commits]))
+
+
+def cached_workspace(ctx: Context, hit: CachedProof, git: ProofGit) -> Workspace:
+    """The workspace of a cached proof: files are read from git by their proven blobs, and the
+    bundle is unpacked (and checked to have the proven tree) only when a stage needs a folder."""
+    spec, w = ctx.spec, hit.workspace
+    lazy = LazyUnpack(spec.bundle, ctx.workdir, w["bundle_tree"], jobs=ctx.options.jobs * 2)
+    return Workspace(
+        upstream_repo=spec.upstream.repo, patches_repo=spec.patches.repo,
+        upstream_commit=w["upstream_commit"], upstream_tree=w["upstream_tree"],
+        head_commit=w["head_commit"], head_tree=w["head_tree"],
+        expected_tree=w["expected_tree"], commits=hit.commits,
+        bundle_root=ctx.workdir / "bundle-unpacked-on-demand", bundle_tree=w["bundle_tree"],
+        manifest=hit.manifest, proof_ok=w["proof_ok"], files=GitFiles(git, hit.manifest, lazy))
 
 
 def _bundle_json(spec: Spec, u: Unpacked) -> dict[str, Any]:

@@ -33,6 +33,7 @@ from auditor.model import (
 )
 from auditor.policy import Policy, Waiver, apply_waivers
 from auditor.provenance.blame import line_origins
+from auditor.provenance.bundlefiles import bundle_files
 from auditor.scan import derived as derived_mod
 from auditor.scan.cache import CacheEntry, ResultCache, cache_key
 from auditor.scan.coverage import assess
@@ -89,8 +90,7 @@ def run_scan(ws: Workspace, scanners: Sequence[Scanner], config: ScanConfig, wor
     progress(f"scan ({config.scope.value}): reading {len(in_scope)} file(s)")
 
     not_checked: dict[str, list[str]] = {}
-    with ThreadPoolExecutor(max_workers=jobs) as pool:
-        reads = list(pool.map(lambda p: _read(ws.bundle_root, p), in_scope))
+    reads = _read_bundle(ws, in_scope)
     bundle: list[ScanTarget] = []
     for r in reads:
         if r.error is not None:
@@ -239,15 +239,11 @@ def run_scan(ws: Workspace, scanners: Sequence[Scanner], config: ScanConfig, wor
                        findings=tuple(findings), not_checked=nc_lines)
 
 
-def _read(root: Path, path: str) -> ReadResult:
-    p = root / path
-    try:
-        if p.is_symlink() or not p.is_file():
-            return ReadResult(path, error="not a regular file in the bundle copy")
-        data = p.read_bytes()
-    except OSError as exc:
-        return ReadResult(path, error=f"cannot be read: {exc.strerror or exc}")
-    return classify(path, data)
+def _read_bundle(ws: Workspace, paths: Sequence[str]) -> list[ReadResult]:
+    """The files in scope, from where verify says (the proven git objects or the unpacked copy)."""
+    got = bundle_files(ws).read(paths)
+    return [classify(p, got.contents[p]) if p in got.contents
+            else ReadResult(p, error=got.errors.get(p, "cannot be read")) for p in paths]
 
 
 def _run_scanners(scanners: Sequence[Scanner], targets: Sequence[ScanTarget],
