@@ -52,6 +52,11 @@ class BundleFiles(ABC):
     def root(self) -> Path:
         """The unpacked copy (made on first use when the proof came from the cache)."""
 
+    @abstractmethod
+    def read_entries(self, paths: Iterable[str]) -> dict[str, bytes]:
+        """The bytes of regular files and the targets of symlinks (as git hashes them);
+        an OSError when one cannot be read."""
+
     def read_one(self, path: str) -> bytes:
         """One file's bytes; an OSError when it cannot be read."""
         got = self.read([path])
@@ -90,6 +95,21 @@ def read_dir(root: Path, paths: Iterable[str], jobs: int = _READ_WORKERS) -> Fil
                      errors={p: v for p, v in got if isinstance(v, str)})
 
 
+def read_dir_entries(root: Path, paths: Iterable[str]) -> dict[str, bytes]:
+    """Regular files' bytes and symlinks' targets below ``root`` (OSError when one is neither)."""
+    out: dict[str, bytes] = {}
+    for path in paths:
+        p = root / path
+        st = os.lstat(p)
+        if stat.S_ISLNK(st.st_mode):
+            out[path] = os.fsencode(os.readlink(p))
+        elif stat.S_ISREG(st.st_mode):
+            out[path] = p.read_bytes()
+        else:
+            raise OSError(f"{path}: not a regular file or symlink in the bundle copy")
+    return out
+
+
 class DirFiles(BundleFiles):
     """The copy the verify stage unpacked in this run."""
 
@@ -98,6 +118,9 @@ class DirFiles(BundleFiles):
 
     def read(self, paths: Iterable[str]) -> FileReads:
         return read_dir(self._root, paths)
+
+    def read_entries(self, paths: Iterable[str]) -> dict[str, bytes]:
+        return read_dir_entries(self._root, paths)
 
     def root(self) -> Path:
         return self._root
@@ -166,6 +189,28 @@ class GitFiles(BundleFiles):
             contents.update(rest.contents)
             errors.update(rest.errors)
         return FileReads(contents=contents, errors=errors)
+
+
+    def read_entries(self, paths: Iterable[str]) -> dict[str, bytes]:
+        wanted = list(dict.fromkeys(paths))
+        unknown = [p for p in wanted if p not in self.manifest]
+        if unknown:
+            raise OSError(f"{unknown[0]}: not in the bundle")
+        shas = {p: self.manifest[p].blob for p in wanted}
+        found = self.git.read_blobs(shas.values(), missing_ok=True) if shas else {}
+        out: dict[str, bytes] = {}
+        absent = []
+        for p, sha in shas.items():
+            data = found.get(sha)
+            if data is None:
+                absent.append(p)
+            elif blob_sha(data) != sha:
+                raise OSError(f"{p}: git object {sha[:12]} does not hold the proven content")
+            else:
+                out[p] = data
+        if absent:
+            out.update(read_dir_entries(self._unpack(), absent))
+        return out
 
 
 def bundle_files(ws: Workspace) -> BundleFiles:

@@ -17,11 +17,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from rich.console import Console
 from support import GitRepo, simple_case, write_spec
 
 from auditor.errors import InputError
 from auditor.model import StageResult, Workspace
-from auditor.provenance.bundlefiles import DirFiles, GitFiles, bundle_files, read_dir
+from auditor.provenance.bundlefiles import GitFiles, bundle_files, read_dir
 from auditor.provenance.stage import VerifyStage
 from auditor.spec import load_spec
 from auditor.stage import Context, Options
@@ -59,12 +60,12 @@ def case(tmp_path: Path) -> dict[str, Any]:
 
 
 class Run:
-    def __init__(self, result: StageResult, ws: Workspace | None, ctx: Context) -> None:
-        self.result, self.ws, self.ctx = result, ws, ctx
+    def __init__(self, result: StageResult, ws: Workspace | None, ctx: Context, log: str) -> None:
+        self.result, self.ws, self.ctx, self.log = result, ws, ctx, log
 
     @property
     def hit(self) -> bool:
-        return self.ws is not None and isinstance(self.ws.files, GitFiles)
+        return "is cached" in self.log
 
 
 def verify(case: dict[str, Any], name: str = "run", **spec_changes: Any) -> Run:
@@ -76,10 +77,11 @@ def verify(case: dict[str, Any], name: str = "run", **spec_changes: Any) -> Run:
     path = write_spec(tmp / "audit.toml", spec)
     work = tmp / "work"
     work.mkdir(exist_ok=True)
+    log = io.StringIO()
     ctx = Context(spec=load_spec(path), options=Options(cache=case["cache"], jobs=2),
-                  workdir=work, out_dir=tmp / "out")
+                  workdir=work, out_dir=tmp / "out", console=Console(file=log, width=400))
     result = VerifyStage().run(ctx)
-    return Run(result, ctx.workspace, ctx)
+    return Run(result, ctx.workspace, ctx, log.getvalue())
 
 
 def entries(case: dict[str, Any]) -> list[Path]:
@@ -95,7 +97,7 @@ def same_workspace(a: Workspace, b: Workspace) -> None:
 
 def test_a_hit_gives_the_computed_proof(case):
     first = verify(case, "first")
-    assert not first.hit and isinstance(first.ws.files, DirFiles)
+    assert not first.hit and isinstance(first.ws.files, GitFiles)
     assert first.result.details["ok"] is True
     assert len(entries(case)) == 1
     second = verify(case, "second")
@@ -131,8 +133,7 @@ def test_a_file_only_the_bundle_has_is_read_from_a_copy_made_on_demand(case):
     assert second.hit and second.result.to_json() == first.result.to_json()
     got = bundle_files(second.ws).read(["engine/hidden.py", "engine/server.py"])
     assert got.contents["engine/hidden.py"] == b"import socket\n"
-    assert got.contents["engine/server.py"] == (first.ws.bundle_root
-                                                / "engine/server.py").read_bytes()
+    assert got.contents["engine/server.py"] == bundle_files(first.ws).read_one("engine/server.py")
 
 
 def test_a_bundle_changed_after_the_proof_is_refused_when_unpacked(case):
