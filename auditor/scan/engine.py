@@ -139,8 +139,10 @@ def run_scan(ws: Workspace, scanners: Sequence[Scanner], config: ScanConfig, wor
     try:
         tally = _Tally()
         versions: dict[str, str] = {}
-        results = _run_scanners(scanners, targets, config, workdir, tally, versions,
-                                progress, before_scanning=lambda: blame(to_blame))
+        # only files that can have findings: those scanned now, and those with cached findings
+        results = _run_scanners(scanners, targets, config, workdir, tally, versions, progress,
+                                before_scanning=lambda paths: blame(
+                                    [t for t in to_blame if t.path in paths]))
 
         by_key = {t.key: t for t in targets}
         raw: dict[str, list[tuple[Scanner, RawFinding]]] = {}
@@ -249,8 +251,11 @@ def _read_bundle(ws: Workspace, paths: Sequence[str]) -> list[ReadResult]:
 def _run_scanners(scanners: Sequence[Scanner], targets: Sequence[ScanTarget],
                   config: ScanConfig, workdir: Path, tally: _Tally, versions: dict[str, str],
                   progress: Callable[[str], None],
-                  before_scanning: Callable[[], None] = lambda: None) -> dict[str, ScannerRun]:
-    """Each scanner over the targets it accepts: cached results, then one run over the misses."""
+                  before_scanning: Callable[[set[str]], None] = lambda _p: None
+                  ) -> dict[str, ScannerRun]:
+    """Each scanner over the targets it accepts: cached results, then one run over the misses.
+    ``before_scanning`` is given the paths that can have findings (scanned now, or with cached
+    findings) just before the scanners start."""
     cache = ResultCache(config.cache_dir) if config.cache_dir is not None else None
     done: dict[str, ScannerRun] = {}
     pending: dict[str, tuple[Scanner, list[ScanTarget], dict[str, str]]] = {}
@@ -302,7 +307,10 @@ def _run_scanners(scanners: Sequence[Scanner], targets: Sequence[ScanTarget],
 
     names = sorted(pending, key=lambda n: [s.name for s in scanners].index(n))
     if names:
-        before_scanning()
+        path_of = {t.key: t.path for t in targets}
+        before_scanning({t.path for _s, ms, _k in pending.values() for t in ms}
+                        | {path_of[k] for run in done.values()
+                           for k, found in run.findings.items() if found})
     with ThreadPoolExecutor(max_workers=max(1, len(names))) as pool:
         fresh = dict(zip(names, pool.map(work, names), strict=True))
     for name, run in fresh.items():
