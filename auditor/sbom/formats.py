@@ -30,9 +30,8 @@ from auditor.fsutil import atomic_write_text
 MEMO_SCHEMA = "auditor/sbom-formats/v1"
 _MAX_ANSWERS = 20_000
 _MAX_DOCUMENTS = 200
-# the CycloneDX 1.6 schema's serialNumber pattern
-_SERIAL = re.compile(r"urn:uuid:[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[1-5][0-9a-fA-F]{3}-"
-                     r"[89abAB][0-9a-fA-F]{3}-[0-9a-fA-F]{12}")
+# the CycloneDX 1.6 schema's serialNumber pattern, exactly
+_SERIAL = re.compile(r"urn:uuid:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 _STAMP = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,6})?(?:Z|[+-]\d{2}:\d{2})")
 _SERIAL_SET = "urn:uuid:00000000-0000-4000-8000-000000000000"
 _STAMP_SET = "1970-01-01T00:00:00Z"
