@@ -310,3 +310,41 @@ def test_an_audit_on_a_cached_proof_writes_the_same_audit_json(case, monkeypatch
     rules = {(f["rule"], f["path"], f["commit"]) for f in computed["findings"]}
     assert any(p == "engine/telemetry.py" and c == c3 for _r, p, c in rules), rules
     assert any(p == "requirements.txt" and c == c3 for _r, p, c in rules), rules
+
+
+def test_differences_and_anomalies_read_from_git_equal_those_read_from_a_folder(case):
+    """The same bundle as a tarball (hashed in one pass, files read from git or a copy made on
+    demand) and as a folder (unpacked and read from disk): the same differences and anomalies."""
+    repo: GitRepo = case["repo"]
+    elf = b"\x7fELF\x02\x01\x01" + b"\0" * 64
+    extra = {"engine/fast.so": elf, "engine/server.py": b"def serve(host='0.0.0.0'):\n    pass\n",
+             ".gitattributes": b"*.bin filter=lfs\n"}
+    write_bundle(repo, "series", case["tarball"], extra={k: v for k, v in extra.items()
+                                                         if k != "engine/server.py"})
+    # the tarball has engine/server.py from git and a second copy would be refused; rewrite it
+    raw = gzip.decompress(case["tarball"].read_bytes())
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=io.BytesIO(raw)) as src, \
+            tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as out:
+        for m in src.getmembers():
+            data = src.extractfile(m).read() if m.isfile() else None
+            if m.name == "bundle/engine/server.py":
+                data = extra["engine/server.py"]
+                m.size = len(data)
+            out.addfile(m, io.BytesIO(data) if data is not None else None)
+        link = tarfile.TarInfo("bundle/engine/current")
+        link.type, link.linkname = tarfile.SYMTYPE, "server.py"
+        out.addfile(link)
+    case["tarball"].write_bytes(gzip.compress(buf.getvalue(), mtime=0))
+    folder = case["tmp"] / "as-folder"
+    with tarfile.open(case["tarball"]) as tar:
+        tar.extractall(folder, filter="tar")
+    from_tar = verify(case, "tar").result.details
+    from_folder = verify(case, "folder", bundle={"path": str(folder / "bundle"),
+                                                 "strip_components": 0}).result.details
+    kinds = sorted(a["kind"] for a in from_tar["anomalies"])
+    assert {"binary-added", "symlink", "gitattributes"} <= set(kinds), kinds
+    assert from_tar["anomalies"] == from_folder["anomalies"]
+    assert from_tar["differences"] == from_folder["differences"]
+    assert any(d.get("diff") for d in from_tar["differences"])  # the server.py diff, from git
+    assert from_tar["bundle_tree"] == from_folder["bundle_tree"]
