@@ -240,14 +240,18 @@ def _read_bundle(ctx: Context, git: ProofGit) -> tuple[_Bundle, BundleFiles]:
     its files from the proven git blobs; a copy is made only when one needs a folder or a blob git
     lacks); a folder, or a file whose sizes its headers misstate, by unpacking and hashing it."""
     spec = ctx.spec
-    with ctx.status(f"reading and hashing bundle {spec.bundle.path}"):
-        scanned = hash_bundle(spec.bundle)
+    scanned = None
+    unpacking = f"unpacking bundle {spec.bundle.path}"
+    if not spec.bundle.path.is_dir():  # a folder is copied (and checked) entry by entry
+        with ctx.status(f"reading and hashing bundle {spec.bundle.path}"):
+            scanned = hash_bundle(spec.bundle)
+        unpacking = "its sizes do not match its headers: unpacking it to hash the copy"
     if scanned is not None:
         tree = tree_of_entries((f.path, f.mode, f.blob) for f in scanned.manifest.values())
         lazy = LazyUnpack(spec.bundle, ctx.workdir, tree, jobs=ctx.options.jobs * 2)
         return (_Bundle(scanned, tree, scanned.manifest, ctx.workdir / _NOT_UNPACKED),
                 GitFiles(git, scanned.manifest, lazy))
-    with ctx.status(f"unpacking bundle {spec.bundle.path}"):
+    with ctx.status(unpacking):
         unpacked = unpack_bundle(spec.bundle, ctx.workdir)
     with ctx.status(f"hashing {unpacked.files} bundle files"):
         hashed = hash_folder(unpacked.root, jobs=ctx.options.jobs * 2, known=unpacked.digests)
