@@ -119,10 +119,11 @@ class Git:
             out[path] = TreeEntry(path, mode, kind, sha, size)
         return out
 
-    def read_blobs(self, shas: Iterable[str]) -> dict[str, bytes]:
+    def read_blobs(self, shas: Iterable[str], *, missing_ok: bool = False) -> dict[str, bytes]:
         """The contents of blobs by sha, read by one ``git cat-file --batch`` process.
 
-        A sha the repository does not have (or that is not a blob) raises ToolError.
+        A sha the repository does not have (or that is not a blob) raises ToolError; with
+        ``missing_ok`` a sha it does not have is left out of the answer instead.
         """
         unique = list(dict.fromkeys(shas))
         if not unique:
@@ -141,6 +142,9 @@ class Git:
             header = data[pos:nl].decode("ascii", "replace")
             parts = header.split()
             if parts[1:] == ["missing"]:
+                if missing_ok:
+                    pos = nl + 1
+                    continue
                 raise ToolError(f"git cat-file --batch: object {sha} is missing")
             if (len(parts) != 3 or not parts[0].lower().startswith(sha.lower())
                     or parts[1] != "blob" or not parts[2].isdigit()):
@@ -153,3 +157,22 @@ class Git:
             out[sha] = data[start:end]
             pos = end + 1
         return out
+
+    def resolve_many(self, names: Iterable[str]) -> list[str | None]:
+        """What each revision name resolves to, peeled to a commit (None when it does not), in
+        one ``git cat-file --batch-check`` process (a name with a newline resolves to None)."""
+        names = list(names)
+        asked = [n for n in names if n and "\n" not in n and "\r" not in n]
+        if not asked:
+            return [None] * len(names)
+        request = "".join(f"{n}^{{commit}}\n" for n in asked)
+        rows = self.run("cat-file", "--batch-check=%(objectname) %(objecttype)",
+                        input=request).stdout.split("\n")
+        answers: dict[str, str | None] = {}
+        for n, row in zip(asked, rows, strict=False):
+            parts = row.split()
+            ok = len(parts) == 2 and parts[1] == "commit" and _HEX_NAME.fullmatch(parts[0])
+            answers[n] = parts[0] if ok else None
+        if len(rows) < len(asked):
+            raise ToolError("git cat-file --batch-check: fewer answers than questions")
+        return [answers.get(n) for n in names]

@@ -13,10 +13,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from auditor.errors import EXIT_INCOMPLETE, EXIT_PASS, EXIT_POLICY
 from auditor.results.base import StageData
+
+if TYPE_CHECKING:
+    from auditor.provenance.bundlefiles import BundleFiles
 
 AUDIT_SCHEMA = "auditor/audit/v1"
 
@@ -390,3 +393,7 @@ class Workspace:
     bundle_tree: str
     manifest: Mapping[str, BundleFile]
     proof_ok: bool
+    #: where later stages read bundle files (auditor.provenance.bundlefiles.bundle_files): the
+    #: proven git objects when the proof came from the cache (then ``bundle_root`` exists only once
+    #: a stage asks for the folder), else the unpacked copy at ``bundle_root``
+    files: BundleFiles | None = field(default=None, compare=False, repr=False)

@@ -40,7 +40,7 @@ from auditor.deps.extract import extract_tree
 from auditor.deps.lock import Lock, marker_holds, read_lock
 from auditor.deps.lockcheck import drift_issues
 from auditor.deps.surface import Surface, build_surface, split
-from auditor.deps.tree import DirTree, GitTree, Tree
+from auditor.deps.tree import BundleTree, DirTree, GitTree, Tree
 from auditor.deps.typosquat import popular_packages
 from auditor.deps.vulns.interface import (
     NoSource,
@@ -64,6 +64,7 @@ from auditor.model import (
 )
 from auditor.policy import Policy, apply_waivers, load_policy, load_waivers
 from auditor.provenance.blame import UNEXPLAINED, line_origins
+from auditor.provenance.bundlefiles import bundle_files
 from auditor.results.deps import (
     DeclarationRecord,
     DeployedSplit,
@@ -394,7 +395,8 @@ class DepsStage(Stage):
         with ctx.status("reading dependency declarations"):
             upstream_tree = GitTree(Git(ws.upstream_repo), ws.upstream_commit)
             up = extract_tree(upstream_tree)
-            b = extract_tree(DirTree(ws.bundle_root, ws.manifest))
+            b = extract_tree(BundleTree(bundle_files(ws), ws.manifest) if ws.manifest
+                             else DirTree(ws.bundle_root, ws.manifest))
         lock = read_lock(deps.lock) if deps.lock is not None else None
         lock_label = _lock_label(ctx.spec, deps.lock)
         surface = surface_for(ctx.spec, b)

@@ -14,6 +14,7 @@ from pathlib import Path, PurePosixPath
 
 from auditor.gitio import Git
 from auditor.model import BundleFile
+from auditor.provenance.bundlefiles import BundleFiles
 
 MAX_FILE_BYTES = 4 * 1024 * 1024  # a dependency file larger than this is not read
 
@@ -96,6 +97,28 @@ class DirTree(Tree):
             except OSError:
                 out[p] = None
         return out
+
+
+class BundleTree(Tree):
+    """The bundle's regular files as the verify stage proved them (its manifest), read from where
+    verify says: the proven git objects, or the unpacked copy (:mod:`auditor.provenance.bundlefiles`)."""
+
+    def __init__(self, files: BundleFiles, manifest: Mapping[str, BundleFile],
+                 label: str = "bundle") -> None:
+        self.files = files
+        self.manifest = manifest
+        self.label = label
+        self._paths = tuple(sorted(p for p, f in manifest.items() if f.mode != "120000"))
+
+    def paths(self) -> tuple[str, ...]:
+        return self._paths
+
+    def read_many(self, paths: Iterable[str]) -> dict[str, bytes | None]:
+        paths = list(paths)
+        small = [p for p in paths if p in self.manifest and self.manifest[p].mode != "120000"
+                 and self.manifest[p].size <= MAX_FILE_BYTES]
+        got = self.files.read(small).contents if small else {}
+        return {p: got.get(p) for p in paths}
 
 
 def select(paths: Iterable[str], wanted: Callable[[PurePosixPath], bool]) -> list[str]:

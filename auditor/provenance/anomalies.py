@@ -10,18 +10,20 @@ introduced the path, or None when only the bundle has that content.
 
 from __future__ import annotations
 
+import io
 import os
 import re
 import struct
 import zipfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from auditor.gitio import TreeEntry
 from auditor.model import BundleFile, Severity
+from auditor.provenance.bundlefiles import BundleFiles
 from auditor.provenance.compare import Difference, display
 from auditor.provenance.gitview import ProofGit
 from auditor.provenance.treehash import MODE_EXEC, MODE_GITLINK, MODE_SYMLINK
@@ -108,6 +110,15 @@ def sniff(path: Path) -> str | None:
         if size:
             fh.seek(size - 1)
             last = fh.read(1)
+    return _kind(head, size, last, lambda: _zip_kind(path))
+
+
+def sniff_data(data: bytes) -> str | None:
+    """:func:`sniff` of content in memory."""
+    return _kind(data[:_SNIFF_BYTES], len(data), data[-1:], lambda: _zip_kind(io.BytesIO(data)))
+
+
+def _kind(head: bytes, size: int, last: bytes, zip_kind: Callable[[], str]) -> str | None:
     if not head:
         return None
     if head.startswith(b"\x7fELF"):
@@ -118,7 +129,7 @@ def sniff(path: Path) -> str | None:
                     b"\xcf\xfa\xed\xfe", b"\xca\xfe\xba\xbe"):
         return "mach-o"
     if head.startswith(b"PK\x03\x04") or head.startswith(b"PK\x05\x06"):
-        return _zip_kind(path)
+        return zip_kind()
     if head.startswith(b"GGUF"):
         return "gguf"
     if head.startswith(b"\x93NUMPY"):
@@ -142,7 +153,7 @@ def sniff(path: Path) -> str | None:
     return None
 
 
-def _zip_kind(path: Path) -> str:
+def _zip_kind(path: Path | IO[bytes]) -> str:
     try:
         with zipfile.ZipFile(path) as zf:
             names = zf.namelist()
@@ -157,7 +168,60 @@ def _zip_kind(path: Path) -> str:
 
 def is_lfs_pointer(path: Path) -> bool:
     with open(path, "rb") as fh:
-        return fh.read(48).startswith(b"version https://git-lfs.github.com/spec/")
+        return fh.read(48).startswith(_LFS)
+
+
+_LFS = b"version https://git-lfs.github.com/spec/"
+#: files up to this size are looked at in memory (read from git by their proven blob); larger ones
+#: on the unpacked copy, so a huge added file is never held in memory
+IN_MEMORY_MAX = 8 << 20
+_BATCH = 64  # files read from git at a time
+
+
+@dataclass(frozen=True)
+class _Content:
+    """What the anomaly checks need of one file: its binary kind, LFS pointer, text, link."""
+
+    kind: str | None = None
+    lfs: bool = False
+    text: str = ""
+    link: str = ""
+
+    @classmethod
+    def of_data(cls, data: bytes, f: BundleFile) -> _Content:
+        if f.mode == MODE_SYMLINK:
+            return cls(link=os.fsdecode(data))
+        kind = sniff_data(data)
+        text = data.decode("utf-8", "replace") if _is_attributes(f.path) and kind is None else ""
+        return cls(kind=kind, lfs=data[:48].startswith(_LFS), text=text)
+
+    @classmethod
+    def of_path(cls, p: Path, f: BundleFile) -> _Content:
+        if f.mode == MODE_SYMLINK:
+            return cls(link=os.readlink(p))
+        kind = sniff(p)
+        text = (p.read_text(encoding="utf-8", errors="replace")
+                if _is_attributes(f.path) and kind is None else "")
+        return cls(kind=kind, lfs=is_lfs_pointer(p), text=text)
+
+
+def _is_attributes(path: str) -> bool:
+    return path.rsplit("/", 1)[-1] == ".gitattributes"
+
+
+def _contents(files: BundleFiles, wanted: list[BundleFile]) -> Iterator[tuple[BundleFile, _Content]]:
+    """Each wanted file's content facts: small ones read in batches, large ones on the copy."""
+    small = [f for f in wanted if f.size <= IN_MEMORY_MAX]
+    for i in range(0, len(small), _BATCH):
+        batch = small[i:i + _BATCH]
+        got = files.read_entries([f.path for f in batch])
+        for f in batch:
+            yield f, _Content.of_data(got[f.path], f)
+    large = [f for f in wanted if f.size > IN_MEMORY_MAX]
+    if large:
+        root = files.root()
+        for f in large:
+            yield f, _Content.of_path(root / f.path, f)
 
 
 _ATTR_LINE = re.compile(r"(?:^|\s)(filter=\S+|export-subst|export-ignore|ident|diff=\S+|"
@@ -198,17 +262,21 @@ class Attributor:
 
 def find_anomalies(*, git: ProofGit, upstream_commit: str, head_commit: str,
                    upstream: Mapping[str, TreeEntry], series: Mapping[str, TreeEntry],
-                   manifest: Mapping[str, BundleFile], bundle_root: Path,
+                   manifest: Mapping[str, BundleFile], files: BundleFiles,
                    git_entries: Iterable[str], differences: Iterable[Difference]) -> list[Anomaly]:
     """Anomalies among the bundle paths that differ from upstream, plus tree-level ones."""
     who = Attributor(git, upstream_commit, head_commit, series)
     out: list[Anomaly] = []
+    changed = []
     for path in sorted(manifest, key=os.fsencode):
         f = manifest[path]
         base = upstream.get(path)
         if base is not None and base.sha == f.blob and base.mode == f.mode:
             continue
-        out.extend(_file_anomalies(who, f, base, bundle_root))
+        changed.append(f)
+    seen = dict(_contents(files, changed))
+    for f in changed:
+        out.extend(_file_anomalies(who, f, upstream.get(f.path), seen[f]))
     for path, e in sorted(series.items()):
         base = upstream.get(path)
         if e.mode == MODE_GITLINK and (base is None or base.sha != e.sha):
@@ -238,14 +306,13 @@ def find_anomalies(*, git: ProofGit, upstream_commit: str, head_commit: str,
 
 
 def _file_anomalies(who: Attributor, f: BundleFile, base: TreeEntry | None,
-                    root: Path) -> list[Anomaly]:
+                    seen: _Content) -> list[Anomaly]:
     out: list[Anomaly] = []
     path = f.path
-    p = root / path
     new = base is None
     if f.mode == MODE_SYMLINK:
         if base is None or base.mode != MODE_SYMLINK or base.sha != f.blob:
-            target = os.readlink(p)
+            target = seen.link
             out.append(Anomaly(AnomalyKind.SYMLINK, path,
                                f"symlink {display(path)} -> {display(target)}"
                                + (" added" if new else " changed"),
@@ -264,7 +331,7 @@ def _file_anomalies(who: Attributor, f: BundleFile, base: TreeEntry | None,
         what = "new executable file" if new else "executable bit newly set on"
         out.append(Anomaly(AnomalyKind.EXECUTABLE, path, f"{what} {display(path)}",
                            who.commit_for(path, f.blob, f.mode, added=False), evidence=f.mode))
-    kind = sniff(p)
+    kind = seen.kind
     verb = "adds" if new else "changes"
     if kind == "binary":
         out.append(Anomaly(AnomalyKind.OPAQUE_ADDED, path,
@@ -274,12 +341,12 @@ def _file_anomalies(who: Attributor, f: BundleFile, base: TreeEntry | None,
         out.append(Anomaly(AnomalyKind.BINARY_ADDED, path,
                            f"the bundle {verb} {_EXECUTABLE_KINDS[kind]}: {display(path)} "
                            f"({f.size} bytes)", attribution(), content=kind, evidence=f.blob))
-    elif is_lfs_pointer(p):
+    elif seen.lfs:
         out.append(Anomaly(AnomalyKind.LFS_POINTER, path,
                            f"{display(path)} is a Git LFS pointer: the real content is not in "
                            f"the bundle and is not proven", attribution(), evidence=f.blob))
-    if path.rsplit("/", 1)[-1] == ".gitattributes" and kind is None:
-        text = p.read_text(encoding="utf-8", errors="replace")
+    if _is_attributes(path) and kind is None:
+        text = seen.text
         hits = sorted({m.group(1) for line in text.splitlines()
                        if not line.lstrip().startswith("#")
                        for m in _ATTR_LINE.finditer(line)})

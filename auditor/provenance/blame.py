@@ -15,6 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from auditor.gitio import Git
 from auditor.lines import split_lines
 from auditor.model import Workspace
+from auditor.provenance.bundlefiles import bundle_files
 
 #: a line that is in upstream already (not the series' doing)
 UPSTREAM: None = None
@@ -49,7 +50,9 @@ def line_origins(ws: Workspace, path: str, bundle_text: str | None = None) -> li
     """For each line (0-based) of the bundle's ``path``: the introducing series commit's sha,
     :data:`UPSTREAM` (None) for inherited lines, or :data:`UNEXPLAINED`."""
     if bundle_text is None:
-        bundle_text = (ws.bundle_root / path).read_text(encoding="utf-8", errors="replace")
+        text = bundle_files(ws).read_one(path).decode("utf-8", errors="replace")
+        # as Path.read_text read it before: universal newlines
+        bundle_text = text.replace("\r\n", "\n").replace("\r", "\n")
     bundle_lines = split_lines(bundle_text)
     git = Git(ws.patches_repo)
     blamed = _blame(git, f"{ws.upstream_commit}..{ws.head_commit}", path)

@@ -22,6 +22,7 @@ from typing import Any
 
 from auditor.gitio import TreeEntry
 from auditor.model import BundleFile
+from auditor.provenance.bundlefiles import BundleFiles
 from auditor.provenance.gitview import ProofGit
 from auditor.provenance.treehash import MODE_GITLINK
 from auditor.textsafe import redact
@@ -158,14 +159,11 @@ def unified_diff(path: str, old: bytes, new: bytes) -> str | None:
     return redact(text)
 
 
-def _read_bundle(root: Path, f: BundleFile) -> bytes:
-    p = root / f.path
-    if f.mode == "120000":
-        return os.fsencode(os.readlink(p))
-    return p.read_bytes()
+def _read_bundle(files: BundleFiles, f: BundleFile) -> bytes:
+    return files.read_entries([f.path])[f.path]
 
 
-def compare(git: ProofGit, tree: str, manifest: Mapping[str, BundleFile], bundle_root: Path,
+def compare(git: ProofGit, tree: str, manifest: Mapping[str, BundleFile], files: BundleFiles,
             scratch: Path) -> list[Difference]:
     """Every difference between ``tree`` and the bundle, sorted by path, explained where git
     archive accounts for it."""
@@ -197,11 +195,11 @@ def compare(git: ProofGit, tree: str, manifest: Mapping[str, BundleFile], bundle
     out = []
     diffs = 0
     for d in sorted(raw, key=lambda d: os.fsencode(d.path)):
-        d = _explain(git, d, attrs, manifest, bundle_root)
+        d = _explain(git, d, attrs, manifest, files)
         if (d.change is Change.MODIFIED and d.explained is None and diffs < DIFFS_MAX
                 and d.tree_blob and d.path in manifest and d.tree_mode != MODE_GITLINK):
             diff = unified_diff(d.path, git.cat_blob(d.tree_blob),
-                                _read_bundle(bundle_root, manifest[d.path]))
+                                _read_bundle(files, manifest[d.path]))
             if diff is not None:
                 diffs += 1
                 d = _with(d, diff=diff)
@@ -216,7 +214,7 @@ def _with(d: Difference, **kw: Any) -> Difference:
 
 
 def _explain(git: ProofGit, d: Difference, attrs: Mapping[str, Mapping[str, str]],
-             manifest: Mapping[str, BundleFile], bundle_root: Path) -> Difference:
+             manifest: Mapping[str, BundleFile], files: BundleFiles) -> Difference:
     if d.change is Change.ADDED:
         return d
     if d.change is Change.REMOVED:
@@ -232,7 +230,7 @@ def _explain(git: ProofGit, d: Difference, attrs: Mapping[str, Mapping[str, str]
     if (d.change is Change.MODIFIED and own.get("export-subst") == "set" and d.tree_blob
             and d.tree_mode == d.bundle_mode):
         expanded = subst_expansions(git.cat_blob(d.tree_blob),
-                                    _read_bundle(bundle_root, manifest[d.path]))
+                                    _read_bundle(files, manifest[d.path]))
         if expanded is not None:
             return _with(d, explained=Explanation.EXPORT_SUBST, expansions=expanded,
                          note="export-subst in .gitattributes: git archive expanded its "

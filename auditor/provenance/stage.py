@@ -11,11 +11,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 from auditor.errors import InputError
 from auditor.gitio import TreeEntry
 from auditor.model import (
+    BundleFile,
     Category,
     Finding,
     StageResult,
@@ -25,12 +27,14 @@ from auditor.model import (
 )
 from auditor.policy import Policy, load_policy
 from auditor.provenance.anomalies import Anomaly, AnomalyKind, find_anomalies
+from auditor.provenance.bundlefiles import BundleFiles, DirFiles, GitFiles, LazyUnpack
 from auditor.provenance.compare import compare, display, tree_entries
 from auditor.provenance.gitview import ProofGit, open_repos
+from auditor.provenance.proofcache import CachedProof, ProofCache, proof_key
 from auditor.provenance.replay import Replay, replay
 from auditor.provenance.series import LIST_MAX, SeriesCheck, check_series, diff_stats
-from auditor.provenance.treehash import hash_folder, manifest_digest
-from auditor.provenance.unpack import Unpacked, unpack_bundle
+from auditor.provenance.treehash import hash_folder, manifest_digest, tree_of_entries
+from auditor.provenance.unpack import BundleScan, Unpacked, hash_bundle, unpack_bundle
 from auditor.results.verify import (
     CommitRecord,
     HeadRef,
@@ -69,6 +73,26 @@ class VerifyStage(Stage):
         spec = ctx.spec
         policy = policy_for(spec)
         upstream_git, git = open_repos(spec.upstream.repo, spec.patches.repo)
+        # the proof cache (auditor.provenance.proofcache): reused only when every input is the same
+        key = proof_key(spec, policy.path, upstream_git, git)
+        cache = ProofCache(ctx.cache_dir) if key is not None else None
+        if key is not None and cache is not None:
+            hit = cache.get(key)
+            if hit is not None:
+                ctx.progress(f"verify: the proof of bundle {spec.bundle.path.name} is cached "
+                             f"({key.digest[:12]}); the bundle is unpacked only if a stage "
+                             "needs the folder")
+                ctx.workspace = cached_workspace(ctx, hit, git)
+                return hit.result
+        result = self._prove(ctx, policy, upstream_git, git)
+        ws = ctx.workspace
+        if key is not None and cache is not None and ws is not None:
+            cache.put(key, result, ws, spec.bundle.path)
+        return result
+
+    def _prove(self, ctx: Context, policy: Policy, upstream_git: ProofGit,
+               git: ProofGit) -> StageResult:
+        spec = ctx.spec
         refs = _resolve_refs(spec, upstream_git, git)
         base, head = refs.base, refs.head
 
@@ -79,11 +103,7 @@ class VerifyStage(Stage):
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="verify-git") as pool:
             git_side = (pool.submit(_git_side, ctx, git, base, head, spec.patches.commits)
                         if base is not None and head is not None else None)
-            with ctx.status(f"unpacking bundle {spec.bundle.path}"):
-                unpacked = unpack_bundle(spec.bundle, ctx.workdir)
-            with ctx.status(f"hashing {unpacked.files} bundle files"):
-                hashed = hash_folder(unpacked.root, jobs=ctx.options.jobs * 2,
-                                     known=unpacked.digests)
+            bundle, files = _read_bundle(ctx, git)
             side = git_side.result() if git_side is not None else None
         if side is not None:
             upstream_tree: str | None = side.upstream_tree
@@ -96,25 +116,24 @@ class VerifyStage(Stage):
             upstream=UpstreamRef(ref=spec.upstream.ref, commit=base, ref_commit=refs.ref_commit,
                                  pinned=spec.upstream.commit, tree=upstream_tree),
             head=HeadRef(ref=spec.patches.ref, commit=head, tree=head_tree),
-            expected_tree=None, bundle_tree=hashed.tree, bundle=_bundle_json(spec, unpacked),
-            bundle_format=unpacked.format.to_json() if unpacked.format else None,
-            manifest_digest=manifest_digest(hashed.manifest), file_count=len(hashed.manifest))
+            expected_tree=None, bundle_tree=bundle.tree, bundle=_bundle_json(spec, bundle.info),
+            bundle_format=bundle.info.format.to_json() if bundle.info.format else None,
+            manifest_digest=manifest_digest(bundle.manifest), file_count=len(bundle.manifest))
         if base is None or head is None or side is None:
             return StageResult(self.name, StageStatus.FAILED, data, reasons=refs.reasons)
         reasons = [*refs.reasons, *_series_reasons(ctx, side, policy)]
-        differences = compare(git, side.against, hashed.manifest, unpacked.root,
-                              ctx.workdir / "verify")
+        differences = compare(git, side.against, bundle.manifest, files, ctx.workdir / "verify")
         unexplained = [d for d in differences if d.explained is None]
         if unexplained:
             what = ("the replayed series" if side.replay.tree
                     else f"{spec.patches.ref} (series did not apply)")
-            reasons.append(f"bundle tree {hashed.tree[:12]} differs from {what} "
+            reasons.append(f"bundle tree {bundle.tree[:12]} differs from {what} "
                            f"({len(unexplained)} path{'s' if len(unexplained) != 1 else ''})")
         anomalies = find_anomalies(
             git=git, upstream_commit=base, head_commit=head,
             upstream=side.upstream_entries, series=side.series_entries,
-            manifest=hashed.manifest, bundle_root=unpacked.root,
-            git_entries=unpacked.git_entries, differences=differences)
+            manifest=bundle.manifest, files=files,
+            git_entries=bundle.info.git_entries, differences=differences)
         findings = tuple(finding_of(a, policy) for a in anomalies if a.is_finding)
         ok = not reasons
         rp = side.replay
@@ -123,7 +142,7 @@ class VerifyStage(Stage):
             replay=ReplayRecord(applied=len(rp.applied), failed_commit=rp.failed_commit,
                                 error=rp.error or None),
             compared_with="replayed series" if rp.tree else "head",
-            bundle_matches_head=hashed.tree == side.head_tree,
+            bundle_matches_head=bundle.tree == side.head_tree,
             differences=tuple(d.to_json() for d in differences[:DIFFERENCES_MAX]),
             differences_total=len(differences),
             anomalies=tuple(a.to_json() for a in anomalies),
@@ -132,8 +151,8 @@ class VerifyStage(Stage):
             upstream_repo=spec.upstream.repo, patches_repo=spec.patches.repo,
             upstream_commit=base, upstream_tree=side.upstream_tree, head_commit=head,
             head_tree=side.head_tree, expected_tree=rp.tree, commits=side.series.commits,
-            bundle_root=unpacked.root, bundle_tree=hashed.tree, manifest=hashed.manifest,
-            proof_ok=ok)
+            bundle_root=bundle.root, bundle_tree=bundle.tree, manifest=bundle.manifest,
+            proof_ok=ok, files=files)
         return StageResult(self.name, StageStatus.OK if ok else StageStatus.FAILED, data,
                            findings=findings, reasons=tuple(reasons))
 
@@ -236,7 +255,58 @@ def _git_side(ctx: Context, git: ProofGit, base: str, head: str,
                     stats=diff_stats(git, [c.sha for c in series.commits]))
 
 
-def _bundle_json(spec: Spec, u: Unpacked) -> dict[str, Any]:
+@dataclass(frozen=True)
+class _Bundle:
+    info: Unpacked | BundleScan
+    tree: str
+    manifest: Mapping[str, BundleFile]
+    root: Path  # the unpacked copy; for a bundle read without unpacking, where none is yet
+
+
+def _read_bundle(ctx: Context, git: ProofGit) -> tuple[_Bundle, BundleFiles]:
+    """Hash the bundle: a file in one streaming pass that writes nothing (the later stages read
+    its files from the proven git blobs; a copy is made only when one needs a folder or a blob git
+    lacks); a folder, or a file whose sizes its headers misstate, by unpacking and hashing it."""
+    spec = ctx.spec
+    scanned = None
+    unpacking = f"unpacking bundle {spec.bundle.path}"
+    if not spec.bundle.path.is_dir():  # a folder is copied (and checked) entry by entry
+        with ctx.status(f"reading and hashing bundle {spec.bundle.path}"):
+            scanned = hash_bundle(spec.bundle)
+        unpacking = "its sizes do not match its headers: unpacking it to hash the copy"
+    if scanned is not None:
+        tree = tree_of_entries((f.path, f.mode, f.blob) for f in scanned.manifest.values())
+        lazy = LazyUnpack(spec.bundle, ctx.workdir, tree, jobs=ctx.options.jobs * 2)
+        return (_Bundle(scanned, tree, scanned.manifest, ctx.workdir / _NOT_UNPACKED),
+                GitFiles(git, scanned.manifest, lazy))
+    with ctx.status(unpacking):
+        unpacked = unpack_bundle(spec.bundle, ctx.workdir)
+    with ctx.status(f"hashing {unpacked.files} bundle files"):
+        hashed = hash_folder(unpacked.root, jobs=ctx.options.jobs * 2, known=unpacked.digests)
+    return (_Bundle(unpacked, hashed.tree, hashed.manifest, unpacked.root),
+            DirFiles(unpacked.root))
+
+
+#: ``Workspace.bundle_root`` of a bundle that was not unpacked (nothing is there until a stage asks
+#: for the folder through :func:`auditor.provenance.bundlefiles.bundle_root`)
+_NOT_UNPACKED = "bundle-unpacked-on-demand"
+
+
+def cached_workspace(ctx: Context, hit: CachedProof, git: ProofGit) -> Workspace:
+    """The workspace of a cached proof: files are read from git by their proven blobs, and the
+    bundle is unpacked (and checked to have the proven tree) only when a stage needs a folder."""
+    spec, w = ctx.spec, hit.workspace
+    lazy = LazyUnpack(spec.bundle, ctx.workdir, w["bundle_tree"], jobs=ctx.options.jobs * 2)
+    return Workspace(
+        upstream_repo=spec.upstream.repo, patches_repo=spec.patches.repo,
+        upstream_commit=w["upstream_commit"], upstream_tree=w["upstream_tree"],
+        head_commit=w["head_commit"], head_tree=w["head_tree"],
+        expected_tree=w["expected_tree"], commits=hit.commits,
+        bundle_root=ctx.workdir / _NOT_UNPACKED, bundle_tree=w["bundle_tree"],
+        manifest=hit.manifest, proof_ok=w["proof_ok"], files=GitFiles(git, hit.manifest, lazy))
+
+
+def _bundle_json(spec: Spec, u: Unpacked | BundleScan) -> dict[str, Any]:
     return {"path": str(spec.bundle.path), "kind": u.kind.value, "compression": u.compression,
             "strip_components": spec.bundle.strip_components, "bytes": u.bytes,
             "archive_commit": u.archive_commit,

@@ -38,6 +38,7 @@ from typing import IO
 
 from auditor.errors import InputError
 from auditor.inputs import check_input, open_input
+from auditor.model import BundleFile
 from auditor.provenance.bundleformat import (
     ArchiveFormat,
     BadArchive,
@@ -145,12 +146,10 @@ class _Writer:
             folder = folder / part
             done = f"{done}/{part}" if done else part
             if done not in self.dirs:
-                self._ensure_dir(folder, done, lambda st: (
-                    f"entry {_show(rel)} would be written through "
-                    f"{'a symlink' if stat.S_ISLNK(st.st_mode) else 'a file'}"))
+                self._ensure_dir(folder, done, lambda link: _through(rel, link))
         return folder / leaf
 
-    def _ensure_dir(self, path: Path, rel: str, refusal: Callable[[os.stat_result], str]) -> None:
+    def _ensure_dir(self, path: Path, rel: str, refusal: Callable[[bool], str]) -> None:
         """Make ``path`` a folder (new, or already a real folder), never one reached by a link."""
         try:
             st = os.lstat(path)
@@ -158,13 +157,13 @@ class _Writer:
             os.mkdir(path, 0o755)
         else:
             if not stat.S_ISDIR(st.st_mode):
-                raise _Refused(refusal(st))
+                raise _Refused(refusal(stat.S_ISLNK(st.st_mode)))
         self.dirs.add(rel)
 
     # -- entries
     def folder(self, rel: str) -> None:
         self._ensure_dir(self._parent(rel), rel,
-                         lambda st: f"entry {_show(rel)} is both a folder and a file or link")
+                         lambda _link: _both(rel))
 
     def file(self, rel: str, stream: IO[bytes], executable: bool, size: int | None = None) -> None:
         """Write one regular file; ``size`` (as the archive declares it) lets the file be hashed
@@ -214,6 +213,133 @@ class _Writer:
         st = os.lstat(source)
         with open(source, "rb") as fh:
             self.file(rel, fh, bool(st.st_mode & stat.S_IXUSR), st.st_size)
+
+
+def _through(rel: str, link: bool) -> str:
+    return f"entry {_show(rel)} would be written through {'a symlink' if link else 'a file'}"
+
+
+def _both(rel: str) -> str:
+    return f"entry {_show(rel)} is both a folder and a file or link"
+
+
+class _NeedsDisk(Exception):
+    """A file whose size the archive did not state truly: it is hashed from an unpacked copy."""
+
+
+class _Hasher(_Writer):
+    """The writer's checks, in the same order and with the same refusals, on a model of the folder
+    instead of the disk: nothing is written; each file is hashed as it streams past.
+
+    The model knows what the disk would hold at each path (folder, file or symlink), so every
+    refusal the writer would make (a name used twice, a folder where a file or link is, a path
+    through a file or link, a hard link to anything but an earlier regular file, the limits) is
+    made here too. A file whose byte count differs from the archive's header cannot be hashed for
+    git in one pass: :class:`_NeedsDisk` sends the caller to :func:`unpack_bundle`.
+    """
+
+    def __init__(self, spec: BundleSpec) -> None:
+        super().__init__(Path(os.devnull), spec)
+        self.kinds: dict[str, str] = {"": "dir"}
+        self.links: dict[str, str] = {}
+        self.executable: set[str] = set()
+
+    def _vparent(self, rel: str) -> None:
+        head = rel.rpartition("/")[0]
+        if head in self.dirs:
+            return
+        done = ""
+        for part in head.split("/") if head else ():
+            done = f"{done}/{part}" if done else part
+            if done not in self.dirs:
+                self._vdir(done, lambda link: _through(rel, link))
+
+    def _vdir(self, rel: str, refusal: Callable[[bool], str]) -> None:
+        kind = self.kinds.setdefault(rel, "dir")
+        if kind != "dir":
+            raise _Refused(refusal(kind == "link"))
+        self.dirs.add(rel)
+
+    def _claim(self, rel: str, kind: str) -> None:
+        if rel in self.kinds:
+            raise _Refused(f"entry {_show(rel)} appears more than once")
+        self.kinds[rel] = kind
+
+    def folder(self, rel: str) -> None:
+        self._vparent(rel)
+        self._vdir(rel, lambda _link: _both(rel))
+
+    def file(self, rel: str, stream: IO[bytes], executable: bool, size: int | None = None) -> None:
+        self._count_entry()
+        self._vparent(rel)
+        self._claim(rel, "file")
+        if size is None:
+            raise _NeedsDisk(rel)
+        written = 0
+        sha256 = hashlib.sha256()
+        sha1 = hashlib.sha1(b"blob %d\0" % size)
+        while chunk := stream.read(_CHUNK):
+            written += len(chunk)
+            self.bytes += len(chunk)
+            if written > self.spec.max_file_bytes:
+                raise _Refused(f"entry {_show(rel)} is larger than max_file_bytes = "
+                               f"{self.spec.max_file_bytes}")
+            if self.bytes > self.spec.max_bytes:
+                raise _Refused(f"more than max_bytes = {self.spec.max_bytes} bytes unpacked")
+            sha256.update(chunk)
+            sha1.update(chunk)
+        if written != size:
+            raise _NeedsDisk(rel)
+        self.regular.add(rel)
+        if executable:
+            self.executable.add(rel)
+        self.digests[rel] = (written, sha256.hexdigest(), sha1.hexdigest())
+
+    def symlink(self, rel: str, target: str) -> None:
+        self._count_entry()
+        check_link_target(rel, target)
+        self._vparent(rel)
+        self._claim(rel, "link")
+        self.links[rel] = target
+
+    def hardlink(self, rel: str, target_rel: str | None) -> None:
+        if target_rel is None or target_rel not in self.regular:
+            raise _Refused(f"hard link {_show(rel)} does not point at a regular file extracted "
+                           f"before it")
+        size, sha256, sha1 = self.digests[target_rel]
+        executable = target_rel in self.executable
+        self._count_entry()
+        self._vparent(rel)
+        self._claim(rel, "file")
+        # the writer copies the content in chunks, counting as it goes: the same limits, in order
+        written = 0
+        while written < size:
+            step = min(_CHUNK, size - written)
+            written += step
+            self.bytes += step
+            if written > self.spec.max_file_bytes:
+                raise _Refused(f"entry {_show(rel)} is larger than max_file_bytes = "
+                               f"{self.spec.max_file_bytes}")
+            if self.bytes > self.spec.max_bytes:
+                raise _Refused(f"more than max_bytes = {self.spec.max_bytes} bytes unpacked")
+        self.regular.add(rel)
+        if executable:
+            self.executable.add(rel)
+        self.digests[rel] = (size, sha256, sha1)
+
+    def manifest(self) -> dict[str, BundleFile]:
+        out: dict[str, BundleFile] = {}
+        for rel in self.regular:
+            size, sha256, sha1 = self.digests[rel]
+            out[rel] = BundleFile(path=rel, mode="100755" if rel in self.executable else "100644",
+                                  size=size, sha256=sha256, blob=sha1)
+        for rel, target in self.links.items():
+            data = os.fsencode(target)
+            blob = hashlib.sha1(b"blob %d\0" % len(data))
+            blob.update(data)
+            out[rel] = BundleFile(path=rel, mode="120000", size=len(data),
+                                  sha256=hashlib.sha256(data).hexdigest(), blob=blob.hexdigest())
+        return out
 
 
 def check_link_target(rel: str, target: str) -> None:
@@ -411,6 +537,52 @@ def unpack_bundle(spec: BundleSpec, workdir: Path) -> Unpacked:
     return Unpacked(root=root, kind=kind, compression=compression, files=w.files, bytes=w.bytes,
                     git_entries=tuple(w.git_entries), archive_commit=archive_commit,
                     digests=dict(w.digests), format=fmt)
+
+
+@dataclass(frozen=True)
+class BundleScan:
+    """A file bundle read once without unpacking: what :class:`Unpacked` says, and the manifest
+    the tree hash of the unpacked copy would give (:func:`hash_bundle`)."""
+
+    kind: BundleKind
+    compression: str | None
+    files: int
+    bytes: int
+    git_entries: tuple[str, ...]
+    archive_commit: str | None
+    format: BundleFormat
+    manifest: Mapping[str, BundleFile]
+
+
+def hash_bundle(spec: BundleSpec) -> BundleScan | None:
+    """Read a file bundle once, with every check and refusal of :func:`unpack_bundle`, and hash
+    its files as they stream past, writing nothing. None for a folder bundle, or when a file's
+    size is not the one its header states (the caller then unpacks the bundle and hashes the copy).
+    """
+    src = spec.path
+    cap = spec.max_bytes + _OVERHEAD_PER_ENTRY * min(spec.max_files, 1 << 20) + (1 << 20)
+    st = check_input(src, "bundle", cap, folder_ok=True)
+    if stat.S_ISDIR(st.st_mode):
+        return None
+    if st.st_size == 0:
+        raise InputError(f"bundle {src} is empty: a zero-byte file")
+    h = _Hasher(spec)
+    try:
+        with open_input(src, "bundle", cap) as fh:
+            kind, compression, archive_commit, fmt = _unpack_file(fh, h)
+    except _NeedsDisk:
+        return None
+    except (_Refused, BadArchive) as exc:
+        raise InputError(f"bundle {src}: {exc}; refused") from None
+    except (OSError, EOFError, lzma.LZMAError, zipfile.BadZipFile) as exc:
+        raise InputError(f"bundle {src} cannot be read: {exc}") from None
+    if h.files == 0:
+        extra = " other than .git" if h.git_entries else ""
+        raise InputError(f"bundle {src} is empty: it holds no files{extra}",
+                         hint="check [bundle] path and strip_components")
+    return BundleScan(kind=kind, compression=compression, files=h.files, bytes=h.bytes,
+                      git_entries=tuple(h.git_entries), archive_commit=archive_commit,
+                      format=fmt, manifest=h.manifest())
 
 
 def _unpack_file(fh: IO[bytes], w: _Writer

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from auditor.model import Workspace
+from auditor.provenance.bundlefiles import bundle_root
 from auditor.rebuild.builders import BuiltModule
 from auditor.rebuild.plan import BuildPlan, ChangeKind, wheel_path_for
 from auditor.rebuild.wheel import (
@@ -113,7 +114,7 @@ def build_overlay(official: UnpackedWheel, ws: Workspace, plan: BuildPlan, *,
             not_packaged.append(change.path)
             continue
         bf = ws.manifest[change.path]
-        local = ws.bundle_root / change.path
+        local = bundle_root(ws) / change.path
         entries[wp] = (local, 0o755 if bf.mode == "100755" else 0o644)
         origins[wp] = Origin(wp, OriginKind.AUDITED_SOURCE, bf.sha256,
                              {"bundle_path": change.path, "blob": bf.blob,
@@ -151,7 +152,7 @@ def verify_origins(overlay: Overlay, official: UnpackedWheel, ws: Workspace,
         elif o.origin is OriginKind.AUDITED_SOURCE:
             bf = ws.manifest.get(str(o.detail["bundle_path"]))
             ok = (bf is not None and bf.sha256 == member.sha256
-                  and sha256_file(ws.bundle_root / bf.path) == member.sha256)
+                  and sha256_file(bundle_root(ws) / bf.path) == member.sha256)
         elif o.origin is OriginKind.BUILT:
             mod = built.get(path)
             ok = mod is not None and mod.sha256 == member.sha256

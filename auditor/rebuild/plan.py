@@ -15,6 +15,7 @@ from pathlib import Path
 
 from auditor.gitio import Git
 from auditor.model import Workspace
+from auditor.provenance.bundlefiles import bundle_root
 from auditor.rebuild.globs import is_native, match_any
 from auditor.rebuild.recipe import ModuleRecipe, Recipe
 
@@ -103,7 +104,7 @@ def make_plan(ws: Workspace, recipe: Recipe, native_globs: Iterable[str]) -> Bui
         if c.kind is not ChangeKind.DELETED and c.mode == "120000":
             links.append(c.path)
             continue
-        if c.kind is not ChangeKind.DELETED and is_binary_file(ws.bundle_root / c.path):
+        if c.kind is not ChangeKind.DELETED and is_binary_file(bundle_root(ws) / c.path):
             binaries.append(c.path)
             continue
         if is_native(c.path, native_globs) and c.path not in claimed:

@@ -33,6 +33,7 @@ from auditor.model import (
     fingerprint_of,
     status_for,
 )
+from auditor.provenance.bundlefiles import bundle_root
 from auditor.rebuild.builders import BuildFailed, BuildRequest, BuiltModule, builder_for
 from auditor.rebuild.elf import exported_symbols, section_differences
 from auditor.rebuild.overlay import Overlay, build_overlay, verify_origins
@@ -555,7 +556,7 @@ def copy_bundle(ws: Workspace, dest: Path, *, exclude: set[str], epoch: int) -> 
             continue
         target = dest / path
         target.parent.mkdir(parents=True, exist_ok=True)
-        src = ws.bundle_root / path
+        src = bundle_root(ws) / path
         if bf.mode == "120000":
             link = os.readlink(src)
             resolved = posixpath.normpath(posixpath.join(posixpath.dirname(path), link))

@@ -17,8 +17,7 @@ import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from functools import cache
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from cyclonedx.model import (
     AttachedText,
@@ -58,26 +57,15 @@ from packaging.utils import canonicalize_name
 
 from auditor.errors import ToolError
 from auditor.model import SeriesCommit, Workspace
+from auditor.sbom import formats
 from auditor.sbom.diffs import CommitDiff
 from auditor.sbom.inputs import BuildInfo, DepsInfo, Module, sha256_or_none
 from auditor.textsafe import dump_json, redact
-
-if TYPE_CHECKING:
-    import jsonschema
 
 #: the serial of a reproducible SBOM is uuid5(SERIAL_NAMESPACE, sha256 of the content)
 SERIAL_NAMESPACE = uuid.UUID("6f0d5d2e-3a58-5b8e-9c3e-1f5a0a6b7c21")
 ARTIFACT_REF = "auditor:artifact"
 P = "auditor:"  # property namespace
-
-
-@cache
-def _formats() -> jsonschema.FormatChecker:
-    """jsonschema's format checker, imported on first use: the import takes ~1.5 s (its
-    ``rfc3987_syntax`` compiles an RFC 3987 grammar); the sbom stage warms it in the background."""
-    import jsonschema
-
-    return jsonschema.FormatChecker()
 
 
 @dataclass(frozen=True)
@@ -137,7 +125,7 @@ def safe_uri(text: str | None) -> XsUri | None:
             uri = XsUri(candidate)
         except Exception:  # noqa: BLE001 - the library raises its own InvalidUriException
             continue
-        if _formats().conforms(str(uri), "iri-reference"):
+        if formats.conforms(str(uri), "iri-reference"):
             return uri
     return None
 
@@ -190,7 +178,7 @@ def _official_component(f: SbomFacts) -> Component | None:
 
 def _person(when: str, name: str, email: str) -> IdentifiableAction:
     """Who and when; an address the schema would reject (git accepts anything) joins the name."""
-    if email and not _formats().conforms(email, "idn-email"):
+    if email and not formats.conforms(email, "idn-email"):
         name, email = f"{name} <{email}>".strip(), ""
     return IdentifiableAction(timestamp=_when(when), name=name or None, email=email or None)
 
@@ -425,7 +413,7 @@ def build_sbom(f: SbomFacts) -> SbomDocument:
         serial = f"urn:uuid:{uuid.uuid4()}"
     doc["serialNumber"] = serial
     text = _dump(doc)
-    validate_cyclonedx(text)
+    formats.memo().validate(text, validate_cyclonedx)  # remembered inside formats.remembered
     return SbomDocument(text=text, serial=serial, components=len(doc.get("components", [])),
                         commits=len(doc["metadata"]["component"].get("pedigree", {})
                                     .get("commits", [])))

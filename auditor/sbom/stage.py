@@ -25,6 +25,7 @@ from auditor.rebuild.wheel import sha256_file
 from auditor.results.audit_file import warm_jsonschema
 from auditor.results.sbom import ProvenanceDocument, SbomData, SbomDocument
 from auditor.sbom.diffs import commit_diff
+from auditor.sbom.formats import memo_file, remembered
 from auditor.sbom.inputs import BuildInfo, DepsInfo, read_build, read_deps
 from auditor.spec import Spec
 from auditor.stage import Context, Stage
@@ -41,8 +42,10 @@ class SbomStage(Stage):
 
     def check_inputs(self, spec: Spec) -> None:
         # called before any stage runs, and only when this stage will run: the slow import of
-        # jsonschema then overlaps the earlier stages (mostly waiting on git and semgrep)
-        warm_jsonschema()
+        # jsonschema then overlaps the earlier stages (mostly waiting on git and semgrep); not
+        # when its answers are remembered from an earlier run (auditor.sbom.formats)
+        if not _memo_exists(spec):
+            warm_jsonschema()
         from auditor.sbom.intoto import configured_builder_id
 
         configured_builder_id()  # a bad $AUDITOR_BUILDER_ID stops the audit before it starts
@@ -50,7 +53,8 @@ class SbomStage(Stage):
     def run(self, ctx: Context) -> StageResult:
         # imported here, not at the top: cyclonedx and jsonschema take seconds to import, and the
         # pipeline imports every stage module to read needs/wants even when [sbom] is left out
-        warm_jsonschema()
+        if not memo_file(ctx.cache_dir).exists():
+            warm_jsonschema()
         from auditor.sbom.cyclonedx_doc import SbomFacts, build_sbom
         from auditor.sbom.intoto import ProvenanceFacts, build_provenance, configured_builder_id
 
@@ -96,7 +100,8 @@ class SbomStage(Stage):
                        else datetime.now(UTC).replace(microsecond=0)),
             reproducible=reproducible, tool_version=__version__,
             vuln_source=_vuln_source(spec))
-        sbom = build_sbom(facts)
+        with remembered(ctx.cache_dir):
+            sbom = build_sbom(facts)
         provenance = None
         if build.wheel is not None:
             provenance = build_provenance(ProvenanceFacts(
@@ -119,6 +124,15 @@ class SbomStage(Stage):
             built=build.built)
         return StageResult(self.name, status_for((), not_checked, ()), data,
                            not_checked=tuple(not_checked))
+
+
+def _memo_exists(spec: Spec) -> bool:
+    """Whether jsonschema's answers are remembered in the cache the run will use (as
+    ``Context.cache_dir`` finds it, before the command line's options are known)."""
+    env = os.environ.get("AUDITOR_CACHE")
+    root = Path(env) if env else (spec.scan.cache if spec.scan is not None
+                                  else Path.home() / ".cache" / "auditor")
+    return memo_file(root).exists()
 
 
 # ---------------------------------------------------------------- what the inputs lack

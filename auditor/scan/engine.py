@@ -33,6 +33,7 @@ from auditor.model import (
 )
 from auditor.policy import Policy, Waiver, apply_waivers
 from auditor.provenance.blame import line_origins
+from auditor.provenance.bundlefiles import bundle_files
 from auditor.results.scan import CacheTally, ScanData
 from auditor.scan import derived as derived_mod
 from auditor.scan.cache import CacheEntry, ResultCache, cache_key
@@ -90,8 +91,7 @@ def run_scan(ws: Workspace, scanners: Sequence[Scanner], config: ScanConfig, wor
     progress(f"scan ({config.scope.value}): reading {len(in_scope)} file(s)")
 
     not_checked: dict[str, list[str]] = {}
-    with ThreadPoolExecutor(max_workers=jobs) as pool:
-        reads = list(pool.map(lambda p: _read(ws.bundle_root, p), in_scope))
+    reads = _read_bundle(ws, in_scope)
     bundle: list[ScanTarget] = []
     for r in reads:
         if r.error is not None:
@@ -140,8 +140,10 @@ def run_scan(ws: Workspace, scanners: Sequence[Scanner], config: ScanConfig, wor
     try:
         tally = _Tally()
         versions: dict[str, str] = {}
-        results = _run_scanners(scanners, targets, config, workdir, tally, versions,
-                                progress, before_scanning=lambda: blame(to_blame))
+        # only files that can have findings: those scanned now, and those with cached findings
+        results = _run_scanners(scanners, targets, config, workdir, tally, versions, progress,
+                                before_scanning=lambda paths: blame(
+                                    [t for t in to_blame if t.path in paths]))
 
         by_key = {t.key: t for t in targets}
         raw: dict[str, list[tuple[Scanner, RawFinding]]] = {}
@@ -235,22 +237,21 @@ def run_scan(ws: Workspace, scanners: Sequence[Scanner], config: ScanConfig, wor
                        findings=tuple(findings), not_checked=nc_lines)
 
 
-def _read(root: Path, path: str) -> ReadResult:
-    p = root / path
-    try:
-        if p.is_symlink() or not p.is_file():
-            return ReadResult(path, error="not a regular file in the bundle copy")
-        data = p.read_bytes()
-    except OSError as exc:
-        return ReadResult(path, error=f"cannot be read: {exc.strerror or exc}")
-    return classify(path, data)
+def _read_bundle(ws: Workspace, paths: Sequence[str]) -> list[ReadResult]:
+    """The files in scope, from where verify says (the proven git objects or the unpacked copy)."""
+    got = bundle_files(ws).read(paths)
+    return [classify(p, got.contents[p]) if p in got.contents
+            else ReadResult(p, error=got.errors.get(p, "cannot be read")) for p in paths]
 
 
 def _run_scanners(scanners: Sequence[Scanner], targets: Sequence[ScanTarget],
                   config: ScanConfig, workdir: Path, tally: _Tally, versions: dict[str, str],
                   progress: Callable[[str], None],
-                  before_scanning: Callable[[], None] = lambda: None) -> dict[str, ScannerRun]:
-    """Each scanner over the targets it accepts: cached results, then one run over the misses."""
+                  before_scanning: Callable[[set[str]], None] = lambda _p: None
+                  ) -> dict[str, ScannerRun]:
+    """Each scanner over the targets it accepts: cached results, then one run over the misses.
+    ``before_scanning`` is given the paths that can have findings (scanned now, or with cached
+    findings) just before the scanners start."""
     cache = ResultCache(config.cache_dir) if config.cache_dir is not None else None
     done: dict[str, ScannerRun] = {}
     pending: dict[str, tuple[Scanner, list[ScanTarget], dict[str, str]]] = {}
@@ -302,7 +303,10 @@ def _run_scanners(scanners: Sequence[Scanner], targets: Sequence[ScanTarget],
 
     names = sorted(pending, key=lambda n: [s.name for s in scanners].index(n))
     if names:
-        before_scanning()
+        path_of = {t.key: t.path for t in targets}
+        before_scanning({t.path for _s, ms, _k in pending.values() for t in ms}
+                        | {path_of[k] for run in done.values()
+                           for k, found in run.findings.items() if found})
     with ThreadPoolExecutor(max_workers=max(1, len(names))) as pool:
         fresh = dict(zip(names, pool.map(work, names), strict=True))
     for name, run in fresh.items():

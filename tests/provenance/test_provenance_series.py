@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from support import GitRepo, export_tree
 
+from auditor.provenance.bundlefiles import DirFiles
 from auditor.provenance.compare import compare, subst_expansions, unified_diff
 from auditor.provenance.gitview import open_repos
 from auditor.provenance.replay import replay
@@ -65,7 +66,7 @@ def test_compare_against_a_hashed_folder(tmp_path):
     folder = export_tree(repo, "s", tmp_path / "b")
     (folder / "a.py").write_text("a = 4\n")
     h = hash_folder(folder)
-    diffs = compare(git, repo.head("s^{tree}"), h.manifest, folder, tmp_path / "scratch")
+    diffs = compare(git, repo.head("s^{tree}"), h.manifest, DirFiles(folder), tmp_path / "scratch")
     assert [(d.path, d.change.value) for d in diffs] == [("a.py", "modified")]
     assert "-a = 3" in diffs[0].diff and "+a = 4" in diffs[0].diff
 
