@@ -110,13 +110,31 @@ def sniff(path: Path) -> str | None:
             last = fh.read(1)
     if not head:
         return None
+    kind = (_executable_kind(head) or _data_kind(path, head, size, last)
+            or _compressed_kind(head))
+    if kind is not None:
+        return kind
+    if b"\0" in head[:8000]:
+        return "binary"
+    return None
+
+
+_MACHO_MAGIC = (b"\xfe\xed\xfa\xce", b"\xfe\xed\xfa\xcf", b"\xce\xfa\xed\xfe",
+                b"\xcf\xfa\xed\xfe", b"\xca\xfe\xba\xbe")
+
+
+def _executable_kind(head: bytes) -> str | None:
     if head.startswith(b"\x7fELF"):
         return "elf"
     if head.startswith(b"MZ") and b"PE\0\0" in head[:1024]:
         return "pe"
-    if head[:4] in (b"\xfe\xed\xfa\xce", b"\xfe\xed\xfa\xcf", b"\xce\xfa\xed\xfe",
-                    b"\xcf\xfa\xed\xfe", b"\xca\xfe\xba\xbe"):
+    if head[:4] in _MACHO_MAGIC:
         return "mach-o"
+    return None
+
+
+def _data_kind(path: Path, head: bytes, size: int, last: bytes) -> str | None:
+    """Archives, model weights and serialised data."""
     if head.startswith(b"PK\x03\x04") or head.startswith(b"PK\x05\x06"):
         return _zip_kind(path)
     if head.startswith(b"GGUF"):
@@ -129,6 +147,10 @@ def sniff(path: Path) -> str | None:
         (n,) = struct.unpack("<Q", head[:8])
         if 2 <= n <= size - 8 and head[8:9] == b"{" and head[8:10] in (b"{\"", b"{}"):
             return "safetensors"
+    return None
+
+
+def _compressed_kind(head: bytes) -> str | None:
     if head.startswith(b"\x1f\x8b"):
         return "gzip"
     if head.startswith(b"\xfd7zXZ\x00"):
@@ -137,8 +159,6 @@ def sniff(path: Path) -> str | None:
         return "bzip2"
     if head.startswith(b"7z\xbc\xaf\x27\x1c"):
         return "7z"
-    if b"\0" in head[:8000]:
-        return "binary"
     return None
 
 
