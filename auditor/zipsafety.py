@@ -124,7 +124,7 @@ def check_members(zf: zipfile.ZipFile, limits: ZipLimits, *, symlinks: bool = Fa
         if kind is MemberKind.SYMLINK and not symlinks:
             raise UnsafeZip(f"member {show(name)} is a link")
         if info.file_size > limits.member_bytes:
-            raise UnsafeZip(f"member {show(name)} declares {info.file_size} bytes, more than "
+            raise UnsafeZip(f"member {show(name)} is {info.file_size} bytes, more than "
                             f"{limits.member_bytes_name} {limits.member_bytes}")
         total += info.file_size
         if total > limits.total_bytes:
