@@ -53,10 +53,12 @@ class TreeEntry:
 class Git:
     """Plumbing access to one repository (bare or not); never touches its work tree."""
 
-    def __init__(self, repo: str | os.PathLike[str]) -> None:
+    def __init__(self, repo: str | os.PathLike[str], env: Mapping[str, str] | None = None) -> None:
         self.repo = Path(repo)
         if not self.repo.exists():
             raise InputError(f"repository {self.repo} does not exist")
+        #: extra environment of every command (under each call's ``extra_env``)
+        self.env: dict[str, str] = dict(env or {})
 
     @overload
     def run(self, *args: str, input: str | bytes | None = ..., check: bool = ...,
@@ -78,7 +80,7 @@ class Git:
             text: bool = True) -> Completed[str] | Completed[bytes]:
         return run(
             ["git", "-C", str(self.repo), "-c", "core.quotepath=off", *args],
-            env=git_env(extra_env), input=input, check=check, text=text,
+            env=git_env({**self.env, **(extra_env or {})}), input=input, check=check, text=text,
         )
 
     def out(self, *args: str, input: str | bytes | None = None, check: bool = True,

@@ -12,7 +12,7 @@ import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from auditor.errors import SpecError, SpecErrors
 from auditor.inputs import read_input_text
@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 POLICIES_DIR = (Path(__file__).resolve().parent / "policies").resolve()
 ENGINES_DIR = POLICIES_DIR / "engines"
 SHA_RE = re.compile(r"^[0-9a-f]{40}$")
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True)
@@ -180,6 +181,12 @@ class _Table:
 
     def err(self, key: str, msg: str) -> SpecError:
         return SpecError(msg, file=str(self.file), key=f"{self.prefix}.{key}" if key else self.prefix)
+
+    @overload
+    def problem(self, exc: SpecError) -> None: ...
+
+    @overload
+    def problem(self, exc: SpecError, default: _T) -> _T: ...
 
     def problem(self, exc: SpecError, default: Any = None) -> Any:
         """Record ``exc`` (collecting) and carry on with ``default``; or raise it."""

@@ -29,7 +29,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -163,6 +163,81 @@ def semgrep_times(targets: list[ScanTarget], work: Path) -> tuple[float, dict[st
     return wall, dict(per)
 
 
+def upstream_groups(root: Path) -> dict[str, list[ScanTarget]]:
+    """The upstream files of each group (a file in the first group whose globs match it)."""
+    groups: dict[str, list[ScanTarget]] = {}
+    seen: set[str] = set()
+    for name, globs in UPSTREAM_GROUPS.items():
+        for g in globs:
+            for p in sorted(root.glob(g)):
+                rel = p.relative_to(root).as_posix()
+                if p.is_file() and rel not in seen:
+                    seen.add(rel)
+                    t = target(rel, p.read_bytes(), "u:" + rel)
+                    if t is not None:
+                        groups.setdefault(name, []).append(t)
+    return groups
+
+
+@dataclass
+class Tally:
+    """The corpus's labelled lines against what the scan reported."""
+
+    hostile_total: int = 0
+    hostile_found: int = 0
+    hostile_blocked: int = 0
+    benign_total: int = 0
+    missed: list[str] = field(default_factory=list)
+    reviewed: list[str] = field(default_factory=list)  # hostile lines reported for review only
+    benign_blocks: list[str] = field(default_factory=list)
+
+
+def corpus_tally(corpus: list[ScanTarget], judged: list[Judged]) -> Tally:
+    at: dict[str, list[Judged]] = {}
+    for j in judged:
+        at.setdefault(j.path, []).append(j)
+    tally = Tally()
+    for t in corpus:
+        for kind, what, first, last in labels(t):
+            hits = [j for j in at.get(t.path, []) if j.line <= last and j.end_line >= first]
+            acted = [j for j in hits if j.action is not Action.INFO]
+            if kind == "hostile":
+                tally.hostile_total += 1
+                tally.hostile_found += bool(acted)
+                tally.hostile_blocked += any(j.action is Action.BLOCK for j in hits)
+                if not acted:
+                    tally.missed.append(f"{t.path}:{first} ({what})")
+                elif not any(j.action is Action.BLOCK for j in hits):
+                    tally.reviewed.append(f"{t.path}:{first} ({what}): "
+                                          + ", ".join(sorted({j.rule for j in acted})))
+            else:
+                tally.benign_total += 1
+                tally.benign_blocks += [f"{t.path}:{first} {j.rule} ({what})" for j in hits
+                                        if j.action is Action.BLOCK]
+    return tally
+
+
+def detail_lines(tally: Tally, blocks: list[Judged]) -> list[str]:
+    """The lists under the summary: misses, review-only hostile lines, false blocks."""
+    lines: list[str] = []
+    if tally.missed:
+        lines += ["", "Hostile lines not reported:", ""] + [f"- `{m}`" for m in tally.missed]
+    if tally.reviewed:
+        lines += ["", "Hostile lines reported for review, not blocked:", ""] + [
+            f"- `{r}`" for r in tally.reviewed]
+    if tally.benign_blocks:
+        lines += ["", "Benign corpus lines blocked:", ""] + [
+            f"- `{b}`" for b in tally.benign_blocks]
+    if blocks:
+        lines += ["", "Block findings on upstream files (rule: count; first places):", ""]
+        for rule, n in Counter(j.rule for j in blocks).most_common():
+            where = ", ".join(f"{j.path}:{j.line}" for j in blocks if j.rule == rule)
+            kind = "new" if NEW_RULE.match(rule) else "tuned" if TUNED_RULE.match(rule) \
+                else "existing"
+            lines.append(f"- `{rule}` ({kind}): {n} — {where[:300]}")
+    return lines
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--upstream", type=Path, default=Path("/work/real/vllm-0.10.0"))
@@ -180,17 +255,7 @@ def main() -> int:
     corpus = [t for p in sorted(CORPUS.rglob("*")) if p.is_file() and p.name != "README.md"
               if (t := target(p.relative_to(CORPUS).as_posix(), p.read_bytes(),
                               "c:" + p.relative_to(CORPUS).as_posix())) is not None]
-    groups: dict[str, list[ScanTarget]] = {}
-    seen: set[str] = set()
-    for name, globs in UPSTREAM_GROUPS.items():
-        for g in globs:
-            for p in sorted(args.upstream.glob(g)):
-                rel = p.relative_to(args.upstream).as_posix()
-                if p.is_file() and rel not in seen:
-                    seen.add(rel)
-                    t = target(rel, p.read_bytes(), "u:" + rel)
-                    if t is not None:
-                        groups.setdefault(name, []).append(t)
+    groups = upstream_groups(args.upstream)
     upstream = [t for ts in groups.values() for t in ts]
 
     with tempfile.TemporaryDirectory(prefix="recall-") as tmp:
@@ -200,32 +265,10 @@ def main() -> int:
         elapsed = time.monotonic() - start
         timing = semgrep_times(upstream, work) if args.time else None
 
-    at: dict[str, list[Judged]] = {}
-    for j in judged:
-        at.setdefault(j.path, []).append(j)
-
-    hostile_total = hostile_found = hostile_blocked = 0
-    missed: list[str] = []
-    reviewed: list[str] = []  # hostile lines reported for review only
-    benign_blocks: list[str] = []
-    benign_total = 0
-    for t in corpus:
-        for kind, what, first, last in labels(t):
-            hits = [j for j in at.get(t.path, []) if j.line <= last and j.end_line >= first]
-            acted = [j for j in hits if j.action is not Action.INFO]
-            if kind == "hostile":
-                hostile_total += 1
-                hostile_found += bool(acted)
-                hostile_blocked += any(j.action is Action.BLOCK for j in hits)
-                if not acted:
-                    missed.append(f"{t.path}:{first} ({what})")
-                elif not any(j.action is Action.BLOCK for j in hits):
-                    reviewed.append(f"{t.path}:{first} ({what}): "
-                                    + ", ".join(sorted({j.rule for j in acted})))
-            else:
-                benign_total += 1
-                benign_blocks += [f"{t.path}:{first} {j.rule} ({what})" for j in hits
-                                  if j.action is Action.BLOCK]
+    tally = corpus_tally(corpus, judged)
+    hostile_total, hostile_found, hostile_blocked = (tally.hostile_total, tally.hostile_found,
+                                                     tally.hostile_blocked)
+    benign_blocks, benign_total = tally.benign_blocks, tally.benign_total
 
     up_paths = {t.path for t in upstream}
     up = [j for j in judged if j.path in up_paths]
@@ -260,20 +303,7 @@ def main() -> int:
         c = Counter(j.action for j in js)
         lines.append(f"| `{name}` | {len(ts)} | {len(js)} | {c[Action.BLOCK]} | "
                      f"{c[Action.REVIEW]} | {c[Action.INFO]} |")
-    if missed:
-        lines += ["", "Hostile lines not reported:", ""] + [f"- `{m}`" for m in missed]
-    if reviewed:
-        lines += ["", "Hostile lines reported for review, not blocked:", ""] + [
-            f"- `{r}`" for r in reviewed]
-    if benign_blocks:
-        lines += ["", "Benign corpus lines blocked:", ""] + [f"- `{b}`" for b in benign_blocks]
-    if blocks:
-        lines += ["", "Block findings on upstream files (rule: count; first places):", ""]
-        for rule, n in Counter(j.rule for j in blocks).most_common():
-            where = ", ".join(f"{j.path}:{j.line}" for j in blocks if j.rule == rule)
-            kind = "new" if NEW_RULE.match(rule) else "tuned" if TUNED_RULE.match(rule) \
-                else "existing"
-            lines.append(f"- `{rule}` ({kind}): {n} — {where[:300]}")
+    lines += detail_lines(tally, blocks)
     if timing is not None:
         wall, per = timing
         mine = {r: s for r, s in per.items() if NEW_RULE.match(r)}

@@ -103,12 +103,15 @@ def main() -> None:
     (HERE / "auditor.lock").write_text(
         HEADER.format(what="auditor's run-time dependencies and its build backend, hash-pinned",
                       name="auditor.lock", **fmt)
-        + "".join(line(items[n], runtime[n] | everything.get(n, set())) + "\n"
-                  for n in sorted(runtime)))
+        + "".join(line(items[n], runtime[n]) + "\n" for n in sorted(runtime)))
+    # a run-time package that a test tool asks for with more extras is pinned again here, with
+    # them all (auditor.lock alone must not name an extra whose packages only dev.lock holds)
+    more = sorted(n for n in runtime if everything.get(n, set()) - runtime[n])
     (HERE / "dev.lock").write_text(
         HEADER.format(what="auditor's test and lint tools (pytest, hypothesis, ruff, mypy), "
                       "hash-pinned, on top of auditor.lock", name="dev.lock", **fmt)
         + "-r auditor.lock\n"
+        + "".join(line(items[n], runtime[n] | everything[n]) + "\n" for n in more)
         + "".join(line(items[n], everything[n]) + "\n" for n in sorted(set(everything) - set(runtime))))
     print(f"auditor.lock: {len(runtime)} packages; dev.lock: {len(everything) - len(runtime)} more")
 

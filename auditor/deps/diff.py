@@ -145,24 +145,52 @@ def diff(upstream: Iterable[Declaration], bundle: Iterable[Declaration], *,
     upstream = sorted(upstream, key=lambda d: d.sort_key)
     bundle = sorted(bundle, key=lambda d: d.sort_key)
     up_identities = {d.identity() for d in upstream}
-    up_pkgs: dict[str, list[Declaration]] = defaultdict(list)
-    b_pkgs: dict[str, list[Declaration]] = defaultdict(list)
-    for d in upstream:
-        if d.kind.is_package:
-            up_pkgs[d.name].append(d)
-    for d in bundle:
-        if d.kind.is_package:
-            b_pkgs[d.name].append(d)
+    up_pkgs = _packages(upstream)
+    b_pkgs = _packages(bundle)
     up_cmake = {d.name: d for d in upstream if d.kind in CMAKE}
     b_cmake = {d.name for d in bundle if d.kind in CMAKE}
 
-    issues: list[Issue] = []
     added = [d for d in bundle if d.kind.is_package and d.name not in up_pkgs]
     removed = [d for d in upstream if d.kind.is_package and d.name not in b_pkgs]
     removed += [d for d in upstream if d.kind in CMAKE and d.name not in b_cmake]
     changed: list[Change] = []
 
     trusted = [(n, "upstream") for n in up_pkgs] + [(n, "popular") for n in sorted(popular)]
+    issues = _added_issues(added, trusted, popular, typosquat_distance)
+    issues += [Issue("dependency.removed", Severity.INFO, d,
+                     f"dependency {_describe(d)} removed", upstream_side=True) for d in removed]
+
+    for d in bundle:
+        if d.identity() in up_identities:
+            continue  # exactly as upstream declares it somewhere
+        if d.kind.is_package and d.name in up_pkgs:
+            issues += _package_change(d, up_pkgs[d.name], changed)
+        if d.kind in (Kind.URL, Kind.VCS):
+            issues += _direct_issues(d)
+        elif d.kind is Kind.INDEX:
+            what = {"trusted-host": "TLS verification switched off for host"}.get(
+                d.name, f"new package source ({d.name})")
+            issues.append(Issue("dependency.new-index", Severity.HIGH, d, f"{what}: {d.url}"))
+        elif d.kind in CMAKE:
+            issues += _cmake_issues(d, up_cmake.get(d.name), added, changed)
+    key = attrgetter("sort_key")
+    return DepsDiff(tuple(sorted(added, key=key)), tuple(sorted(removed, key=key)),
+                    tuple(changed), tuple(issues))
+
+
+def _packages(decls: Iterable[Declaration]) -> dict[str, list[Declaration]]:
+    """The package declarations by name."""
+    out: dict[str, list[Declaration]] = defaultdict(list)
+    for d in decls:
+        if d.kind.is_package:
+            out[d.name].append(d)
+    return out
+
+
+def _added_issues(added: Sequence[Declaration], trusted: list[tuple[str, str]],
+                  popular: frozenset[str], typosquat_distance: int) -> list[Issue]:
+    """An issue per new package, and one per new name that looks like a trusted one."""
+    issues: list[Issue] = []
     squat_seen: set[str] = set()
     for d in added:
         issues.append(Issue("dependency.added", Severity.LOW, d,
@@ -179,60 +207,60 @@ def diff(upstream: Iterable[Declaration], bundle: Iterable[Declaration], *,
                 f"new dependency {d.name!r} is {best.distance} edit(s) from "
                 f"{'a dependency upstream already has' if best.source == 'upstream' else 'the popular package'}"
                 f" {best.resembles!r}: possible typosquat"))
-    for d in removed:
-        issues.append(Issue("dependency.removed", Severity.INFO, d,
-                            f"dependency {_describe(d)} removed", upstream_side=True))
+    return issues
 
-    for d in bundle:
-        if d.identity() in up_identities:
-            continue  # exactly as upstream declares it somewhere
-        if d.kind.is_package and d.name in up_pkgs:
-            before = _counterpart(d, up_pkgs[d.name])
-            verdict = classify(before, d)
-            if verdict is not None:
-                change, severity, rule = verdict
-                changed.append(Change(d.name, change, before, d))
-                issues.append(Issue(rule, severity, d,
-                                    f"{d.name}: {change.replace('-', ' ')} "
-                                    f"({_describe(before)} -> {_describe(d)})"))
-        if d.kind in (Kind.URL, Kind.VCS):
-            what = "VCS" if d.kind is Kind.VCS else "direct URL"
-            issues.append(Issue("dependency.direct-url", Severity.HIGH, d,
-                                f"{what} requirement {d.name} from {d.url}: bypasses the index"
-                                + ("" if d.hash else " and has no --hash")))
-            if d.kind is Kind.VCS and not d.pinned_ref:
-                issues.append(Issue("dependency.unpinned-fetch", Severity.HIGH, d,
-                                    f"{d.name} is fetched from {d.url} at "
-                                    f"{'ref ' + repr(d.ref) if d.ref else 'the default branch'}, "
-                                    "not a full commit sha"))
-        elif d.kind is Kind.INDEX:
-            what = {"trusted-host": "TLS verification switched off for host"}.get(
-                d.name, f"new package source ({d.name})")
-            issues.append(Issue("dependency.new-index", Severity.HIGH, d, f"{what}: {d.url}"))
-        elif d.kind in (Kind.CMAKE_GIT, Kind.CMAKE_URL):
-            old = up_cmake.get(d.name)
-            if old is None:
-                added.append(d)
-                issues.append(Issue("dependency.added", Severity.LOW, d,
-                                    f"new CMake fetch {d.name} from {d.url}"))
-            elif old.url != d.url or old.kind is not d.kind:
-                changed.append(Change(d.name, "source-changed", old, d))
-                issues.append(Issue("dependency.changed", Severity.MEDIUM, d,
-                                    f"CMake fetch {d.name} now comes from {d.url} "
-                                    f"(upstream: {old.url})"))
-            elif old.ref != d.ref or old.hash != d.hash:
-                changed.append(Change(d.name, "repinned", old, d))
-                issues.append(Issue("dependency.repinned", Severity.LOW, d,
-                                    f"CMake fetch {d.name} moved from "
-                                    f"{old.ref or old.hash} to {d.ref or d.hash}"))
-            if d.kind is Kind.CMAKE_GIT and not d.pinned_ref:
-                issues.append(Issue("dependency.unpinned-fetch", Severity.HIGH, d,
-                                    f"CMake fetch {d.name} from {d.url} uses "
-                                    f"{'GIT_TAG ' + repr(d.ref) if d.ref else 'no GIT_TAG'}: "
-                                    "a branch or tag name can move; pin a full commit sha"))
-            elif d.kind is Kind.CMAKE_URL and not d.hash:
-                issues.append(Issue("dependency.unpinned-fetch", Severity.HIGH, d,
-                                    f"CMake fetch {d.name} downloads {d.url} without URL_HASH"))
-    key = attrgetter("sort_key")
-    return DepsDiff(tuple(sorted(added, key=key)), tuple(sorted(removed, key=key)),
-                    tuple(changed), tuple(issues))
+
+def _package_change(d: Declaration, ups: Sequence[Declaration],
+                    changed: list[Change]) -> list[Issue]:
+    """How bundle declaration ``d`` of a package upstream declares differs from upstream's."""
+    before = _counterpart(d, ups)
+    verdict = classify(before, d)
+    if verdict is None:
+        return []
+    change, severity, rule = verdict
+    changed.append(Change(d.name, change, before, d))
+    return [Issue(rule, severity, d, f"{d.name}: {change.replace('-', ' ')} "
+                                     f"({_describe(before)} -> {_describe(d)})")]
+
+
+def _direct_issues(d: Declaration) -> list[Issue]:
+    """A direct URL or VCS requirement bypasses the index; a VCS one may also move."""
+    what = "VCS" if d.kind is Kind.VCS else "direct URL"
+    issues = [Issue("dependency.direct-url", Severity.HIGH, d,
+                    f"{what} requirement {d.name} from {d.url}: bypasses the index"
+                    + ("" if d.hash else " and has no --hash"))]
+    if d.kind is Kind.VCS and not d.pinned_ref:
+        issues.append(Issue("dependency.unpinned-fetch", Severity.HIGH, d,
+                            f"{d.name} is fetched from {d.url} at "
+                            f"{'ref ' + repr(d.ref) if d.ref else 'the default branch'}, "
+                            "not a full commit sha"))
+    return issues
+
+
+def _cmake_issues(d: Declaration, old: Declaration | None, added: list[Declaration],
+                  changed: list[Change]) -> list[Issue]:
+    """A CMake fetch against upstream's of the same name (``old``), and its pinning."""
+    issues: list[Issue] = []
+    if old is None:
+        added.append(d)
+        issues.append(Issue("dependency.added", Severity.LOW, d,
+                            f"new CMake fetch {d.name} from {d.url}"))
+    elif old.url != d.url or old.kind is not d.kind:
+        changed.append(Change(d.name, "source-changed", old, d))
+        issues.append(Issue("dependency.changed", Severity.MEDIUM, d,
+                            f"CMake fetch {d.name} now comes from {d.url} "
+                            f"(upstream: {old.url})"))
+    elif old.ref != d.ref or old.hash != d.hash:
+        changed.append(Change(d.name, "repinned", old, d))
+        issues.append(Issue("dependency.repinned", Severity.LOW, d,
+                            f"CMake fetch {d.name} moved from "
+                            f"{old.ref or old.hash} to {d.ref or d.hash}"))
+    if d.kind is Kind.CMAKE_GIT and not d.pinned_ref:
+        issues.append(Issue("dependency.unpinned-fetch", Severity.HIGH, d,
+                            f"CMake fetch {d.name} from {d.url} uses "
+                            f"{'GIT_TAG ' + repr(d.ref) if d.ref else 'no GIT_TAG'}: "
+                            "a branch or tag name can move; pin a full commit sha"))
+    elif d.kind is Kind.CMAKE_URL and not d.hash:
+        issues.append(Issue("dependency.unpinned-fetch", Severity.HIGH, d,
+                            f"CMake fetch {d.name} downloads {d.url} without URL_HASH"))
+    return issues

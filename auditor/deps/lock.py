@@ -150,52 +150,66 @@ def _read_requirements(path: Path, text: str) -> Lock:
     indexes: list[tuple[str, str, int]] = []
     for line, _last, logical in logical_lines(text, _strip_comment):
         if logical.startswith("-"):
-            try:
-                tokens = shlex.split(logical)
-            except ValueError as exc:
-                raise _err(path, line, f"cannot be parsed ({exc})") from None
-            opt, _, value = tokens[0].partition("=")
-            rest = tokens[1:]
-            if not value and opt in (*_INDEX_OPTIONS, "-e", "--editable") and rest:
-                value = rest.pop(0)
-            if opt in _INDEX_OPTIONS:
-                if not value:
-                    raise _err(path, line, f"{opt} without a value")
-                indexes.append((_INDEX_OPTIONS[opt], value, line))
-                continue
-            if opt in ("-e", "--editable"):
-                if value and ("://" in value or value.startswith(("git+", "hg+"))):
-                    # pip freeze of a VCS checkout: -e git+https://host/x.git@<sha>#egg=x
-                    decl = parse_requirement(value, str(path), line)
-                    if decl is None:
-                        raise _err(path, line, f"cannot read the editable {value[:80]!r}")
-                    packages.append(LockedPackage(decl.name, None, line, url=decl.url))
-                continue  # a local path: the project itself (uv export writes "-e .")
-            if opt in _FLAGS:
-                continue
-            if opt in ("-r", "--requirement", "-c", "--constraint"):
-                raise _err(path, line, f"{opt} includes another file; give one complete lock")
-            raise _err(path, line, f"unknown option {opt!r}")
+            _read_option(path, line, logical, indexes, packages)
+            continue
         # the requirement, then its options (--hash); markers keep their quotes
         parts = re.split(r"\s+(?=--)", logical)
-        hashes: list[str] = []
-        for opt in parts[1:]:
-            m = re.fullmatch(r"--hash[=\s]+(\S+)", opt.strip())
-            if not m:
-                raise _err(path, line, f"unknown option {opt.strip().split('=')[0][:40]!r}")
-            value = m.group(1)
-            if not re.fullmatch(r"[a-z0-9]+:[0-9a-fA-F]{32,128}", value):
-                raise _err(path, line, f"malformed --hash {value[:80]!r}")
-            hashes.append(value.lower())
+        hashes = _hashes(path, line, parts[1:])
         req_text = parts[0]
         if _is_local(req_text):
             continue
-        packages.append(_locked(path, line, req_text, tuple(hashes)))
+        packages.append(_locked(path, line, req_text, hashes))
     if not packages:
         raise _err(path, 0, "lists no packages")
     py = _header_python(text)
     return Lock(path, "requirements", tuple(packages), py or DEFAULT_PYTHON,
                 "the lock" if py else "default", tuple(indexes), environment(py or DEFAULT_PYTHON))
+
+
+def _read_option(path: Path, line: int, logical: str, indexes: list[tuple[str, str, int]],
+                 packages: list[LockedPackage]) -> None:
+    """An option line of a requirements lock: an index (into ``indexes``), an editable VCS
+    checkout (into ``packages``), a harmless flag, or an error."""
+    try:
+        tokens = shlex.split(logical)
+    except ValueError as exc:
+        raise _err(path, line, f"cannot be parsed ({exc})") from None
+    opt, _, value = tokens[0].partition("=")
+    rest = tokens[1:]
+    if not value and opt in (*_INDEX_OPTIONS, "-e", "--editable") and rest:
+        value = rest.pop(0)
+    if opt in _INDEX_OPTIONS:
+        if not value:
+            raise _err(path, line, f"{opt} without a value")
+        indexes.append((_INDEX_OPTIONS[opt], value, line))
+        return
+    if opt in ("-e", "--editable"):
+        if value and ("://" in value or value.startswith(("git+", "hg+"))):
+            # pip freeze of a VCS checkout: -e git+https://host/x.git@<sha>#egg=x
+            decl = parse_requirement(value, str(path), line)
+            if decl is None:
+                raise _err(path, line, f"cannot read the editable {value[:80]!r}")
+            packages.append(LockedPackage(decl.name, None, line, url=decl.url))
+        return  # a local path: the project itself (uv export writes "-e .")
+    if opt in _FLAGS:
+        return
+    if opt in ("-r", "--requirement", "-c", "--constraint"):
+        raise _err(path, line, f"{opt} includes another file; give one complete lock")
+    raise _err(path, line, f"unknown option {opt!r}")
+
+
+def _hashes(path: Path, line: int, options: list[str]) -> tuple[str, ...]:
+    """The ``--hash`` values after a requirement (the only options allowed there)."""
+    hashes: list[str] = []
+    for opt in options:
+        m = re.fullmatch(r"--hash[=\s]+(\S+)", opt.strip())
+        if not m:
+            raise _err(path, line, f"unknown option {opt.strip().split('=')[0][:40]!r}")
+        value = m.group(1)
+        if not re.fullmatch(r"[a-z0-9]+:[0-9a-fA-F]{32,128}", value):
+            raise _err(path, line, f"malformed --hash {value[:80]!r}")
+        hashes.append(value.lower())
+    return tuple(hashes)
 
 
 def _is_local(text: str) -> bool:
@@ -262,37 +276,43 @@ def _read_pylock(path: Path, text: str) -> Lock:
     raw = doc.get("packages")
     if not isinstance(raw, list) or not raw:
         raise _err(path, 0, "no [[packages]]")
-    packages = []
-    for i, pkg in enumerate(raw):
-        line = _nth_line(lines, "[[packages]]", i)
-        if not isinstance(pkg, dict) or not isinstance(pkg.get("name"), str):
-            raise _err(path, line, "a [[packages]] entry without a name")
-        version = pkg.get("version")
-        if version is not None and not isinstance(version, str):
-            raise _err(path, line, f"{pkg['name']}: version is not a string")
-        marker = pkg.get("marker", "")
-        if not isinstance(marker, str):
-            raise _err(path, line, f"{pkg['name']}: marker is not a string")
-        if marker:
-            try:
-                Marker(marker)
-            except InvalidMarker as exc:
-                raise _err(path, line, f"{pkg['name']}: bad marker ({exc})") from None
-        url = None
-        for key in ("vcs", "archive", "directory"):
-            if isinstance(pkg.get(key), dict):
-                url = str(pkg[key].get("url") or pkg[key].get("path") or "") or None
-        if version is None and url is None:
-            raise _err(path, line, f"{pkg['name']}: neither a version nor a source")
-        packages.append(LockedPackage(canonicalize_name(pkg["name"]), version, line,
-                                      _pylock_hashes(pkg), marker, url))
-    py = None
-    envs = doc.get("environments")
+    packages = [_pylock_package(path, _nth_line(lines, "[[packages]]", i), pkg)
+                for i, pkg in enumerate(raw)]
+    py = _pylock_python(doc.get("environments"))
+    return Lock(path, "pylock", tuple(packages), py or DEFAULT_PYTHON,
+                "the lock" if py else "default", (), environment(py or DEFAULT_PYTHON))
+
+
+def _pylock_package(path: Path, line: int, pkg: Any) -> LockedPackage:
+    """One ``[[packages]]`` entry of a pylock.toml."""
+    if not isinstance(pkg, dict) or not isinstance(pkg.get("name"), str):
+        raise _err(path, line, "a [[packages]] entry without a name")
+    version = pkg.get("version")
+    if version is not None and not isinstance(version, str):
+        raise _err(path, line, f"{pkg['name']}: version is not a string")
+    marker = pkg.get("marker", "")
+    if not isinstance(marker, str):
+        raise _err(path, line, f"{pkg['name']}: marker is not a string")
+    if marker:
+        try:
+            Marker(marker)
+        except InvalidMarker as exc:
+            raise _err(path, line, f"{pkg['name']}: bad marker ({exc})") from None
+    url = None
+    for key in ("vcs", "archive", "directory"):
+        if isinstance(pkg.get(key), dict):
+            url = str(pkg[key].get("url") or pkg[key].get("path") or "") or None
+    if version is None and url is None:
+        raise _err(path, line, f"{pkg['name']}: neither a version nor a source")
+    return LockedPackage(canonicalize_name(pkg["name"]), version, line,
+                         _pylock_hashes(pkg), marker, url)
+
+
+def _pylock_python(envs: Any) -> str | None:
+    """The Python version the lock's ``environments`` markers name, if any."""
     if isinstance(envs, list):
         for e in envs:
             m = re.search(r"python_(?:full_)?version\s*==\s*['\"](\d+\.\d+(?:\.\d+)?)", str(e))
             if m:
-                py = m.group(1)
-                break
-    return Lock(path, "pylock", tuple(packages), py or DEFAULT_PYTHON,
-                "the lock" if py else "default", (), environment(py or DEFAULT_PYTHON))
+                return m.group(1)
+    return None

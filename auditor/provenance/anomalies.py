@@ -121,13 +121,31 @@ def sniff_data(data: bytes) -> str | None:
 def _kind(head: bytes, size: int, last: bytes, zip_kind: Callable[[], str]) -> str | None:
     if not head:
         return None
+    kind = (_executable_kind(head) or _data_kind(head, size, last, zip_kind)
+            or _compressed_kind(head))
+    if kind is not None:
+        return kind
+    if b"\0" in head[:8000]:
+        return "binary"
+    return None
+
+
+_MACHO_MAGIC = (b"\xfe\xed\xfa\xce", b"\xfe\xed\xfa\xcf", b"\xce\xfa\xed\xfe",
+                b"\xcf\xfa\xed\xfe", b"\xca\xfe\xba\xbe")
+
+
+def _executable_kind(head: bytes) -> str | None:
     if head.startswith(b"\x7fELF"):
         return "elf"
     if head.startswith(b"MZ") and b"PE\0\0" in head[:1024]:
         return "pe"
-    if head[:4] in (b"\xfe\xed\xfa\xce", b"\xfe\xed\xfa\xcf", b"\xce\xfa\xed\xfe",
-                    b"\xcf\xfa\xed\xfe", b"\xca\xfe\xba\xbe"):
+    if head[:4] in _MACHO_MAGIC:
         return "mach-o"
+    return None
+
+
+def _data_kind(head: bytes, size: int, last: bytes, zip_kind: Callable[[], str]) -> str | None:
+    """Archives, model weights and serialised data."""
     if head.startswith(b"PK\x03\x04") or head.startswith(b"PK\x05\x06"):
         return zip_kind()
     if head.startswith(b"GGUF"):
@@ -140,6 +158,10 @@ def _kind(head: bytes, size: int, last: bytes, zip_kind: Callable[[], str]) -> s
         (n,) = struct.unpack("<Q", head[:8])
         if 2 <= n <= size - 8 and head[8:9] == b"{" and head[8:10] in (b"{\"", b"{}"):
             return "safetensors"
+    return None
+
+
+def _compressed_kind(head: bytes) -> str | None:
     if head.startswith(b"\x1f\x8b"):
         return "gzip"
     if head.startswith(b"\xfd7zXZ\x00"):
@@ -148,8 +170,6 @@ def _kind(head: bytes, size: int, last: bytes, zip_kind: Callable[[], str]) -> s
         return "bzip2"
     if head.startswith(b"7z\xbc\xaf\x27\x1c"):
         return "7z"
-    if b"\0" in head[:8000]:
-        return "binary"
     return None
 
 

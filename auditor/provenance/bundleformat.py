@@ -334,6 +334,40 @@ def _zip64_extra(extra: bytes, want: list[str], values: dict[str, int]) -> None:
 def check_zip_layout(fh: IO[bytes], size: int) -> str:
     """The zip's parts must tile the file: entries end to end from offset 0, then the central
     directory, then (zip64 records and) the end record, which ends the file."""
+    end_at, rec = _end_record(fh, size)
+    end = _zip64_end(fh, end_at) if rec.zip64 else rec
+    if end.disk or end.cd_disk or end.on_disk != end.total:
+        raise BadArchive("a multi-disk (split) zip archive")
+    cd_offset, cd_size = end.cd_offset, end.cd_size
+    if cd_offset + cd_size != end.cd_end:
+        gap = end.cd_end - cd_offset - cd_size
+        raise BadArchive(f"the zip central directory (offset {cd_offset}, {cd_size} bytes) does "
+                         f"not end where the end record begins ({end.cd_end}; {gap} bytes apart): "
+                         f"data prepended to or inside the zip")
+    fh.seek(cd_offset)
+    entries = _central_entries(fh.read(cd_size), cd_offset, end.total)
+    _check_entries_tile(fh, entries, cd_offset)
+    kind = "zip64 " if rec.zip64 else ""
+    return (f"{len(entries)} entries end to end from offset 0; {kind}central directory at "
+            f"{cd_offset}..{cd_offset + cd_size}; end record at {end_at}, ending the file")
+
+
+@dataclass(frozen=True)
+class _EndRecord:
+    """What the (zip64) end of central directory record says."""
+
+    disk: int
+    cd_disk: int
+    on_disk: int
+    total: int
+    cd_size: int
+    cd_offset: int
+    cd_end: int  # where the central directory must end: at the (zip64) end record
+    zip64: bool  # the classic record defers to a zip64 one
+
+
+def _end_record(fh: IO[bytes], size: int) -> tuple[int, _EndRecord]:
+    """The offset and content of the end record that ends the file."""
     tail_len = min(size, 22 + 0xFFFF)
     fh.seek(size - tail_len)
     tail = fh.read(tail_len)
@@ -350,34 +384,30 @@ def check_zip_layout(fh: IO[bytes], size: int) -> str:
     rec = tail[end_at - (size - tail_len): end_at - (size - tail_len) + 22]
     disk, cd_disk, on_disk, total = _u16(rec, 4), _u16(rec, 6), _u16(rec, 8), _u16(rec, 10)
     cd_size, cd_offset = _u32(rec, 12), _u32(rec, 16)
-    cd_end = end_at
     zip64 = 0xFFFF in (disk, cd_disk, on_disk, total) or 0xFFFFFFFF in (cd_size, cd_offset)
-    if zip64:
-        if end_at < 20:
-            raise BadArchive("a zip64 archive without its locator")
-        fh.seek(end_at - 20)
-        loc = fh.read(20)
-        if not loc.startswith(_ZIP64_LOCATOR):
-            raise BadArchive("a zip64 archive without its locator")
-        rec64_at = _u64(loc, 8)
-        fh.seek(rec64_at)
-        rec64 = fh.read(56)
-        if len(rec64) < 56 or not rec64.startswith(_ZIP64_END) or \
-                rec64_at + 12 + _u64(rec64, 4) != end_at - 20:
-            raise BadArchive("the zip64 end record is not right before its locator")
-        disk, cd_disk = _u32(rec64, 16), _u32(rec64, 20)
-        on_disk, total = _u64(rec64, 24), _u64(rec64, 32)
-        cd_size, cd_offset = _u64(rec64, 40), _u64(rec64, 48)
-        cd_end = rec64_at
-    if disk or cd_disk or on_disk != total:
-        raise BadArchive("a multi-disk (split) zip archive")
-    if cd_offset + cd_size != cd_end:
-        gap = cd_end - cd_offset - cd_size
-        raise BadArchive(f"the zip central directory (offset {cd_offset}, {cd_size} bytes) does "
-                         f"not end where the end record begins ({cd_end}; {gap} bytes apart): "
-                         f"data prepended to or inside the zip")
-    fh.seek(cd_offset)
-    cd = fh.read(cd_size)
+    return end_at, _EndRecord(disk, cd_disk, on_disk, total, cd_size, cd_offset, end_at, zip64)
+
+
+def _zip64_end(fh: IO[bytes], end_at: int) -> _EndRecord:
+    """The zip64 end record, which must lie right before its locator, right before ``end_at``."""
+    if end_at < 20:
+        raise BadArchive("a zip64 archive without its locator")
+    fh.seek(end_at - 20)
+    loc = fh.read(20)
+    if not loc.startswith(_ZIP64_LOCATOR):
+        raise BadArchive("a zip64 archive without its locator")
+    rec64_at = _u64(loc, 8)
+    fh.seek(rec64_at)
+    rec64 = fh.read(56)
+    if len(rec64) < 56 or not rec64.startswith(_ZIP64_END) or \
+            rec64_at + 12 + _u64(rec64, 4) != end_at - 20:
+        raise BadArchive("the zip64 end record is not right before its locator")
+    return _EndRecord(_u32(rec64, 16), _u32(rec64, 20), _u64(rec64, 24), _u64(rec64, 32),
+                      _u64(rec64, 40), _u64(rec64, 48), rec64_at, True)
+
+
+def _central_entries(cd: bytes, cd_offset: int, total: int) -> list[_Central]:
+    """The central directory's entries; exactly ``total`` of them must fill it."""
     entries: list[_Central] = []
     i = 0
     while i < len(cd):
@@ -396,6 +426,12 @@ def check_zip_layout(fh: IO[bytes], size: int) -> str:
     if i != len(cd) or len(entries) != total:
         raise BadArchive(f"the zip central directory lists {len(entries)} entries, its end record "
                          f"says {total}")
+    return entries
+
+
+def _check_entries_tile(fh: IO[bytes], entries: list[_Central], cd_offset: int) -> None:
+    """Each entry's local header and data right after the previous one's, from offset 0 to the
+    central directory."""
     at = 0
     for entry in sorted(entries, key=lambda x: x.offset):
         if entry.offset != at:
@@ -417,9 +453,6 @@ def check_zip_layout(fh: IO[bytes], size: int) -> str:
     if at != cd_offset:
         raise BadArchive(f"{cd_offset - at} bytes between the last zip entry and the central "
                          f"directory: data hidden inside the zip")
-    kind = "zip64 " if zip64 else ""
-    return (f"{len(entries)} entries end to end from offset 0; {kind}central directory at "
-            f"{cd_offset}..{cd_offset + cd_size}; end record at {end_at}, ending the file")
 
 
 def _after_descriptor(fh: IO[bytes], at: int, entry: _Central) -> int:

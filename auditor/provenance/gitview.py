@@ -14,20 +14,14 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from auditor.errors import InputError
-from auditor.gitio import Completed, Git
+from auditor.gitio import Git
 
 
 class ProofGit(Git):
     """A :class:`~auditor.gitio.Git` whose every command carries a fixed extra environment."""
 
     def __init__(self, repo: str | os.PathLike[str], env: Mapping[str, str] | None = None) -> None:
-        super().__init__(repo)
-        self.env = {"GIT_CONFIG_GLOBAL": os.devnull, **(env or {})}
-
-    def run(self, *args: str, input: str | bytes | None = None, check: bool = True,
-            extra_env: Mapping[str, str] | None = None, text: bool = True) -> Completed:
-        return super().run(*args, input=input, check=check, text=text,
-                           extra_env={**self.env, **(extra_env or {})})
+        super().__init__(repo, {"GIT_CONFIG_GLOBAL": os.devnull, **(env or {})})
 
     def with_env(self, **env: str) -> ProofGit:
         return ProofGit(self.repo, {**self.env, **env})

@@ -12,7 +12,9 @@ through :class:`_Writer`, which only creates paths below its root:
   hard links must name a regular file extracted before them (their content is copied);
 - devices, fifos and unknown entry types are refused;
 - limits (``[bundle] max_bytes``, ``max_files``, ``max_file_bytes``) are counted on the bytes
-  actually decompressed, never taken from headers, so archive bombs stop early;
+  actually decompressed, never taken from headers, so archive bombs stop early (a zip's declared
+  member count and sizes are checked against them too, before anything is written:
+  :mod:`auditor.zipsafety`);
 - ``strip_components`` drops leading folders; a file with too few components is an error;
 - ``.git`` entries are not extracted (the tree hash ignores them too) but reported;
 - a folder bundle is copied, never used in place, without following symlinks.
@@ -51,6 +53,7 @@ from auditor.provenance.bundleformat import (
     sniff,
 )
 from auditor.spec import BundleSpec
+from auditor.zipsafety import MemberKind, UnsafeZip, ZipLimits, check_members, unix_mode
 
 _CHUNK = 1 << 20
 _MAX_LINK = 4096
@@ -430,37 +433,42 @@ def _unpack_zip(fh: IO[bytes], w: _Writer) -> str | None:
         zf = zipfile.ZipFile(fh)
     except (zipfile.BadZipFile, OSError) as exc:
         raise BadArchive(f"not a readable zip archive ({exc})") from None
+    limits = ZipLimits(members=w.spec.max_files, member_bytes=w.spec.max_file_bytes,
+                       total_bytes=w.spec.max_bytes, members_name="max_files =",
+                       member_bytes_name="max_file_bytes =", total_bytes_name="max_bytes =")
     with zf:
-        infos = zf.infolist()
-        if len(infos) > w.spec.max_files:
-            raise _Refused(f"more than max_files = {w.spec.max_files} entries")
-        for info in infos:
-            unix = info.create_system == 3
-            mode = info.external_attr >> 16 if unix else 0
-            if info.is_dir() or (unix and stat.S_ISDIR(mode)):
-                rel = w.target(info.filename, is_dir=True)
-                if rel is not None:
-                    w.folder(rel)
-                continue
-            if unix and stat.S_IFMT(mode) not in (0, stat.S_IFREG, stat.S_IFLNK):
-                raise _Refused(f"entry {_show(info.filename)} is a device, fifo or socket")
-            rel = w.target(info.filename, is_dir=False)
-            if rel is None:
-                continue
-            try:
-                with zf.open(info) as fh:
-                    if unix and stat.S_ISLNK(mode):
-                        target = fh.read(_MAX_LINK + 1)
-                        try:
-                            w.symlink(rel, target.decode("utf-8"))
-                        except UnicodeDecodeError:
-                            raise _Refused(f"symlink {_show(rel)} target is not UTF-8") from None
-                    else:
-                        w.file(rel, fh, bool(mode & stat.S_IXUSR), info.file_size)
-            except (zipfile.BadZipFile, RuntimeError, OSError, EOFError, lzma.LZMAError) as exc:
-                raise _Refused(f"entry {_show(info.filename)} cannot be read: {exc}") from None
+        try:
+            # names are the writer's to check (after strip_components), as for a tar
+            members = check_members(zf, limits, symlinks=True, names=False)
+        except UnsafeZip as exc:
+            raise _Refused(str(exc)) from None
+        for info, kind in members:
+            _zip_member(zf, info, kind, w)
         comment = zf.comment.decode("ascii", "replace").strip()
     return comment if len(comment) == 40 else None
+
+
+def _zip_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, kind: MemberKind, w: _Writer) -> None:
+    if kind is MemberKind.FOLDER:
+        rel = w.target(info.filename, is_dir=True)
+        if rel is not None:
+            w.folder(rel)
+        return
+    rel = w.target(info.filename, is_dir=False)
+    if rel is None:
+        return
+    try:
+        with zf.open(info) as fh:
+            if kind is MemberKind.SYMLINK:
+                target = fh.read(_MAX_LINK + 1)
+                try:
+                    w.symlink(rel, target.decode("utf-8"))
+                except UnicodeDecodeError:
+                    raise _Refused(f"symlink {_show(rel)} target is not UTF-8") from None
+            else:
+                w.file(rel, fh, bool(unix_mode(info) & stat.S_IXUSR), info.file_size)
+    except (zipfile.BadZipFile, RuntimeError, OSError, EOFError, lzma.LZMAError) as exc:
+        raise _Refused(f"entry {_show(info.filename)} cannot be read: {exc}") from None
 
 
 def _copy_folder(src: Path, w: _Writer) -> None:

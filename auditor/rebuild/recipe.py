@@ -170,7 +170,19 @@ def load_recipe(path: str | Path) -> Recipe:
     for i, a in enumerate(archs):
         if not ARCH_RE.match(a):
             raise top.err(f"archs[{i}]", f'expected an architecture such as "86" or "8.6", got {a!r}')
+    wheel = _wheel(top, root)
+    toolchain = _toolchain(top)
+    sandbox = _sandbox(top, root)
+    env = _env(top)
+    modules = _modules(top, root)
+    top.finish()
+    return Recipe(path=file, root=root, engine=engine, version=version, target=target,
+                  archs=archs, wheel=wheel, toolchain=toolchain, sandbox=sandbox, env=env,
+                  modules=modules, raw=doc)
 
+
+def _wheel(top: _Table, root: Path) -> WheelRecipe:
+    """``[wheel]``: the official wheel the build overlays."""
     w = _sub(top, "wheel", required=True)
     assert w is not None
     wfile = w.path("file", root)
@@ -193,22 +205,32 @@ def load_recipe(path: str | Path) -> Recipe:
         max_bytes=w.integer("max_bytes", 8 * 1024**3, minimum=1),
     )
     w.finish()
+    return wheel
 
-    tc = _sub(top, "toolchain") or _Table(file, {}, "toolchain")
+
+def _toolchain(top: _Table) -> ToolchainRecipe:
+    tc = _sub(top, "toolchain") or _Table(top.file, {}, "toolchain")
     toolchain = ToolchainRecipe(
         nvcc=tc.text("nvcc"), cc_version=tc.text("cc_version"),
         nvcc_path=tc.text("nvcc_path", "nvcc"), cc=tc.text("cc", "gcc"), cxx=tc.text("cxx", "g++"),
         strip=tc.text("strip", "strip"), cmake=tc.text("cmake", "cmake"),
     )
     tc.finish()
+    return toolchain
 
-    sb = _sub(top, "sandbox") or _Table(file, {}, "sandbox")
+
+def _sandbox(top: _Table, root: Path) -> SandboxRecipe:
+    sb = _sub(top, "sandbox") or _Table(top.file, {}, "sandbox")
     kind = sb.text("kind", "auto", check=lambda s: s in {k.value for k in SandboxKind},
                   what='"auto", "bwrap" or "unshare"')
     sandbox = SandboxRecipe(kind=SandboxKind(kind), readable=_host_paths(sb, "readable", root),
                             timeout=sb.integer("timeout", 3600, minimum=1))
     sb.finish()
+    return sandbox
 
+
+def _env(top: _Table) -> dict[str, str]:
+    """``[env]``: variables set for the build."""
     env: dict[str, str] = {}
     e = _sub(top, "env")
     if e is not None:
@@ -219,7 +241,11 @@ def load_recipe(path: str | Path) -> Recipe:
             if not isinstance(v, str):
                 raise e.err(k, f"expected a string, got {type(v).__name__} {v!r}")
             env[k] = v
+    return env
 
+
+def _modules(top: _Table, root: Path) -> tuple[ModuleRecipe, ...]:
+    """``[modules.NAME]``: at least one, each with its own wheel_path."""
     modules = []
     m = _sub(top, "modules", required=True)
     assert m is not None
@@ -236,10 +262,7 @@ def load_recipe(path: str | Path) -> Recipe:
         if wp in wheel_paths:
             raise mt.err("wheel_path", f"{wp!r} is also the wheel_path of {wheel_paths[wp]}")
         wheel_paths[wp] = name
-    top.finish()
-    return Recipe(path=file, root=root, engine=engine, version=version, target=target,
-                  archs=archs, wheel=wheel, toolchain=toolchain, sandbox=sandbox, env=env,
-                  modules=tuple(modules), raw=doc)
+    return tuple(modules)
 
 
 def _module(name: str, t: _Table, root: Path) -> ModuleRecipe:

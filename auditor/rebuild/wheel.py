@@ -23,6 +23,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from auditor.errors import InputError
+from auditor.zipsafety import (
+    MemberKind,
+    UnsafeZip,
+    ZipLimits,
+    check_members,
+    read_checked,
+    unsafe_name,
+)
 
 ZIP_EPOCH = 315532800  # 1980-01-01T00:00:00Z, the earliest time a zip entry can hold
 Content = bytes | Path
@@ -111,9 +119,8 @@ def _entry_order(path: str, dist_info: str) -> tuple[int, str]:
 
 
 def check_member_path(path: str) -> None:
-    parts = path.split("/")
-    if (not path or path.startswith("/") or "\\" in path or "\x00" in path
-            or any(p in ("", ".", "..") for p in parts) or re.match(r"^[A-Za-z]:", path)):
+    """A file's path as the writer gets it: relative, ``/``-separated, no empty/./.. part."""
+    if path.endswith("/") or unsafe_name(path) is not None:
         raise InputError(f"unsafe path in wheel: {path!r}")
 
 
@@ -218,48 +225,38 @@ def unpack_wheel(file: Path, dest: Path, *, max_files: int = 200_000,
         raise InputError(f"{file}: not a readable zip/wheel: {exc}") from None
     members: dict[str, WheelMember] = {}
     dest.mkdir(parents=True)
+    limits = ZipLimits(members=max_files, member_bytes=max_member_bytes, total_bytes=max_bytes)
     with zf:
-        infos = zf.infolist()
-        if len(infos) > max_files:
-            raise InputError(f"{file}: {len(infos)} members, more than the limit {max_files}")
-        total = 0
-        for info in infos:
-            path = info.filename
-            if path.endswith("/"):
-                continue
-            check_member_path(path)
-            if path in members:
-                raise InputError(f"{file}: duplicate member {path!r}")
-            mode = (info.external_attr >> 16) & 0o177777
-            if stat.S_ISLNK(mode):
-                raise InputError(f"{file}: member {path!r} is a symbolic link")
-            if info.file_size > max_member_bytes:
-                raise InputError(f"{file}: member {path!r} is {info.file_size} bytes, more than "
-                                 f"the limit {max_member_bytes}")
-            total += info.file_size
-            if total > max_bytes:
-                raise InputError(f"{file}: unpacks to more than {max_bytes} bytes")
-            target = dest / path
-            target.parent.mkdir(parents=True, exist_ok=True)
-            h = hashlib.sha256()
-            size = 0
-            try:
-                with zf.open(info) as src, target.open("wb") as out:
-                    for chunk in iter(lambda: src.read(1 << 20), b""):
-                        size += len(chunk)
-                        if size > info.file_size:
-                            raise InputError(f"{file}: member {path!r} is larger than declared")
-                        h.update(chunk)
-                        out.write(chunk)
-            except (zipfile.BadZipFile, zlib_error(), EOFError, OSError) as exc:
-                raise InputError(f"{file}: member {path!r} is corrupt: {exc}") from None
-            members[path] = WheelMember(path, size, h.hexdigest(),
-                                        0o755 if mode & 0o111 else 0o644)
+        try:
+            for info, kind in check_members(zf, limits):
+                if kind is MemberKind.FOLDER:
+                    continue
+                members[info.filename] = _extract(zf, info, dest / info.filename, file)
+        except UnsafeZip as exc:
+            raise InputError(f"{file}: {exc}") from None
     dist_infos = sorted({p.split("/", 1)[0] for p in members
                          if p.split("/", 1)[0].endswith(".dist-info")})
     if len(dist_infos) != 1:
         raise InputError(f"{file}: expected one .dist-info folder, found {len(dist_infos)}")
     return UnpackedWheel(file=file, name=name, root=dest, members=members, dist_info=dist_infos[0])
+
+
+def _extract(zf: zipfile.ZipFile, info: zipfile.ZipInfo, target: Path, file: Path) -> WheelMember:
+    """Write one checked member to ``target``, hashing it on the way."""
+    path = info.filename
+    mode = (info.external_attr >> 16) & 0o177777
+    target.parent.mkdir(parents=True, exist_ok=True)
+    h = hashlib.sha256()
+    size = 0
+    try:
+        with target.open("wb") as out:
+            for chunk in read_checked(zf, info):
+                size += len(chunk)
+                h.update(chunk)
+                out.write(chunk)
+    except (zipfile.BadZipFile, zlib_error(), EOFError, OSError) as exc:
+        raise InputError(f"{file}: member {path!r} is corrupt: {exc}") from None
+    return WheelMember(path, size, h.hexdigest(), 0o755 if mode & 0o111 else 0o644)
 
 
 def zlib_error() -> type[Exception]:

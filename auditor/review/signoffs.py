@@ -171,27 +171,38 @@ def parse_reviews(data: bytes, file: Path, owner: str | None = None) -> list[Sig
     return [_entry(e, file, f"signoff[{i}]", owner) for i, e in enumerate(entries)]
 
 
-def _entry(e: Any, file: Path, key: str, owner: str | None) -> SignOff:
-    def bad(k: str, msg: str) -> SpecError:
-        return SpecError(msg, file=str(file), key=f"{key}.{k}" if k else key)
+@dataclass(frozen=True)
+class _Fields:
+    """One ``[[signoff]]`` table's string fields, and errors naming the file and the key."""
 
-    if not isinstance(e, Mapping):
-        raise bad("", "expected a table")
-    unknown = sorted(set(e) - _KEYS - ({"source"} if file.name == "audit.json" else set()))
-    if unknown:
-        raise bad(unknown[0], "unknown key")
+    e: Mapping[str, Any]
+    file: Path
+    key: str
 
-    def text(k: str, required: bool = True) -> str:
-        if k not in e:
+    def bad(self, k: str, msg: str) -> SpecError:
+        return SpecError(msg, file=str(self.file), key=f"{self.key}.{k}" if k else self.key)
+
+    def text(self, k: str, required: bool = True) -> str:
+        if k not in self.e:
             if required:
-                raise bad(k, "missing")
+                raise self.bad(k, "missing")
             return ""
-        v = e[k]
+        v = self.e[k]
         if isinstance(v, (dt.datetime, dt.date)) and k == "date":
             v = v.isoformat()
         if not isinstance(v, str):
-            raise bad(k, f"expected a string, got {type(v).__name__}")
+            raise self.bad(k, f"expected a string, got {type(v).__name__}")
         return v
+
+
+def _entry(e: Any, file: Path, key: str, owner: str | None) -> SignOff:
+    if not isinstance(e, Mapping):
+        raise SpecError("expected a table", file=str(file), key=key)
+    fields = _Fields(e, file, key)
+    bad, text = fields.bad, fields.text
+    unknown = sorted(set(e) - _KEYS - ({"source"} if file.name == "audit.json" else set()))
+    if unknown:
+        raise bad(unknown[0], "unknown key")
 
     reviewer = text("reviewer")
     if not NAME_RE.fullmatch(reviewer):

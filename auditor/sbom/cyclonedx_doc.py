@@ -457,8 +457,7 @@ def _dump(doc: Mapping[str, Any]) -> str:
 
 def validate_cyclonedx(text: str) -> None:
     """Check a document against the CycloneDX 1.6 JSON schema (offline); ToolError if invalid."""
-    from cyclonedx.output import OutputFormat
-    from cyclonedx.schema import SchemaVersion
+    from cyclonedx.schema import OutputFormat, SchemaVersion
     from cyclonedx.validation import make_schemabased_validator
 
     validator = make_schemabased_validator(OutputFormat.JSON, SchemaVersion.V1_6)

@@ -199,35 +199,13 @@ def _toolchain(toolchain: Mapping[str, Any]) -> tuple[list[dict[str, Any]], dict
 
 def build_provenance(f: ProvenanceFacts) -> ProvenanceDocument:
     b = f.build
-    ws = f.workspace
     if b.wheel is None:
         raise ValueError("provenance is written only for a built wheel")
     wheel_name = b.wheel.file.rsplit("/", 1)[-1]
     external: dict[str, Any] = {"spec": _file_param(f.spec_file, f.spec_root)}
     if f.recipe_file is not None:
         external["recipe"] = _file_param(f.recipe_file, f.spec_root)
-    resolved: list[dict[str, Any]] = [{
-        "name": "upstream", "uri": f"git+{f.upstream_locator}@{ws.upstream_commit}",
-        "digest": {"gitCommit": ws.upstream_commit},
-        "annotations": {"ref": f.upstream_ref},
-    }]
-    for i, c in enumerate(ws.commits, 1):
-        annotations: dict[str, Any] = {"position": i, "subject": redact(c.subject)}
-        if c.patch_id:
-            annotations["patchId"] = c.patch_id
-        resolved.append({"name": f"series:{i:04d}", "uri": f"git+{f.patches_locator}@{c.sha}",
-                         "digest": {"gitCommit": c.sha}, "annotations": annotations})
-    bundle_digest: dict[str, str] = {"sha256": f.manifest_sha256}
-    if ws.bundle_tree:
-        bundle_digest["gitTree"] = ws.bundle_tree
-    resolved.append({"name": "bundle", "uri": "urn:auditor:bundle", "digest": bundle_digest,
-                     "annotations": {"files": len(ws.manifest),
-                                     "sha256": "digest of the bundle manifest (see sboms/README.md)"}})
-    if b.official_wheel is not None:
-        o = b.official_wheel
-        resolved.append({"name": o.file.rsplit("/", 1)[-1],
-                         "uri": f"pkg:pypi/{canonicalize_name(o.name)}@{o.version}",
-                         "digest": {"sha256": o.sha256}})
+    resolved = _resolved(f)
     tools, toolchain_rest = _toolchain(b.toolchain)
     resolved += tools
 
@@ -273,6 +251,35 @@ def build_provenance(f: ProvenanceFacts) -> ProvenanceDocument:
     text = _dump(statement)
     validate_statement(statement)
     return ProvenanceDocument(text=text, subject=wheel_name, digest=b.wheel.sha256)
+
+
+def _resolved(f: ProvenanceFacts) -> list[dict[str, Any]]:
+    """The sources the build resolved: upstream, each series commit, the bundle, the official
+    wheel (the toolchain's tools are added by the caller)."""
+    ws = f.workspace
+    resolved: list[dict[str, Any]] = [{
+        "name": "upstream", "uri": f"git+{f.upstream_locator}@{ws.upstream_commit}",
+        "digest": {"gitCommit": ws.upstream_commit},
+        "annotations": {"ref": f.upstream_ref},
+    }]
+    for i, c in enumerate(ws.commits, 1):
+        annotations: dict[str, Any] = {"position": i, "subject": redact(c.subject)}
+        if c.patch_id:
+            annotations["patchId"] = c.patch_id
+        resolved.append({"name": f"series:{i:04d}", "uri": f"git+{f.patches_locator}@{c.sha}",
+                         "digest": {"gitCommit": c.sha}, "annotations": annotations})
+    bundle_digest: dict[str, str] = {"sha256": f.manifest_sha256}
+    if ws.bundle_tree:
+        bundle_digest["gitTree"] = ws.bundle_tree
+    resolved.append({"name": "bundle", "uri": "urn:auditor:bundle", "digest": bundle_digest,
+                     "annotations": {"files": len(ws.manifest),
+                                     "sha256": "digest of the bundle manifest (see sboms/README.md)"}})
+    if f.build.official_wheel is not None:
+        o = f.build.official_wheel
+        resolved.append({"name": o.file.rsplit("/", 1)[-1],
+                         "uri": f"pkg:pypi/{canonicalize_name(o.name)}@{o.version}",
+                         "digest": {"sha256": o.sha256}})
+    return resolved
 
 
 def _dump(doc: Mapping[str, Any]) -> str:

@@ -137,29 +137,10 @@ def _args(text: str, i: int, line: int) -> tuple[list[Arg], int, int]:
                 return args, i + 1, line
             depth -= 1
             i += 1
-        elif ch == '"':
-            j = i + 1
-            buf: list[str] = []
-            while j < n and text[j] != '"':
-                if text[j] == "\\" and j + 1 < n:
-                    buf.append(text[j:j + 2])
-                    j += 2
-                    continue
-                buf.append(text[j])
-                j += 1
-            value = "".join(buf)
+        elif ch == '"' or (ch == "[" and _BRACKET_OPEN.match(text, i)):
+            value, i = _quoted(text, i) if ch == '"' else _bracket(text, i)
             args.append(Arg(value, line, True))
             line += value.count("\n")
-            i = j + 1
-        elif ch == "[" and _BRACKET_OPEN.match(text, i):
-            m = _BRACKET_OPEN.match(text, i)
-            assert m is not None
-            close = text.find("]" + m.group(1) + "]", m.end())
-            end = n if close < 0 else close
-            value = text[m.end():end]
-            args.append(Arg(value, line, True))
-            line += value.count("\n")
-            i = n if close < 0 else close + len(m.group(1)) + 2
         else:
             j = i
             while j < n and text[j] not in ' \t\r\n()#"':
@@ -167,6 +148,31 @@ def _args(text: str, i: int, line: int) -> tuple[list[Arg], int, int]:
             args.append(Arg(text[i:j], line, False))
             i = j
     return args, i, line
+
+
+def _quoted(text: str, i: int) -> tuple[str, int]:
+    """A quoted argument opening at ``i``: its text (escapes kept) and the index after it."""
+    n = len(text)
+    j = i + 1
+    buf: list[str] = []
+    while j < n and text[j] != '"':
+        if text[j] == "\\" and j + 1 < n:
+            buf.append(text[j:j + 2])
+            j += 2
+            continue
+        buf.append(text[j])
+        j += 1
+    return "".join(buf), j + 1
+
+
+def _bracket(text: str, i: int) -> tuple[str, int]:
+    """A bracket argument ``[=[...]=]`` opening at ``i``: its text and the index after it."""
+    n = len(text)
+    m = _BRACKET_OPEN.match(text, i)
+    assert m is not None
+    close = text.find("]" + m.group(1) + "]", m.end())
+    end = n if close < 0 else close
+    return text[m.end():end], n if close < 0 else close + len(m.group(1)) + 2
 
 
 class CMakeScanner(Scanner):

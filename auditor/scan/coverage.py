@@ -167,51 +167,19 @@ def assess(files: Sequence[ScanTarget], targets: Sequence[ScanTarget],
     notes: list[str] = []
     for f in files:
         pc = PathCoverage(f.path, kind_of(f.path, f.family), len(f.lines))
-        errors: list[tuple[Scanner, ScanTarget, FileError, str | None]] = []
-        for t in by_path.get(f.path, []):
-            for s in scanners:
-                if not gives(s, t):
-                    continue
-                err = runs[s.name].errors.get(t.key) if s.name in runs else None
-                label = s.coverage(t)
-                if err is not None:
-                    errors.append((s, t, err, label))
-                if label is None:
-                    continue
-                read = _target_lines(t, pc.n_lines, err)
-                if read is None:
-                    pc.read_by.setdefault(0, set()).add(label)
-                    pc.labels.add(label)
-                elif read:
-                    for n in read:
-                        pc.read_by.setdefault(n, set()).add(label)
-                    pc.labels.add(label + ("(partial)" if err is not None else ""))
+        errors = _read_by(pc, by_path.get(f.path, []), scanners, runs, gives)
         coverage[f.path] = tuple(sorted(pc.labels)) if pc.labels else (
             (NO_RULES_NEEDED[pc.kind],) if pc.kind in NO_RULES_NEEDED else ())
 
         must_read = needs_rules(pc.kind) and not pc.read_by.get(0)
         changed = changed_lines(f) if errors or must_read else set()
         text = f.lines
-
-
         for s, t, err, label in errors:
-            if not err.lasting:
-                not_checked.setdefault(f.path, []).append(err.reason)
-                continue
-            unread = ({t.source_line(n) for a, b in err.lines for n in range(a, b + 1)}
-                      if err.lines else set(range(1, pc.n_lines + 1)))
-            if t.covers:
-                unread &= {n for a, b in t.covers for n in range(a, b + 1)}
-            # only what this scanner could have said about those lines counts as lost
-            lost = [n for n in _wanted(unread, changed, text, every=True) if not pc.covered(n)]
-            if lost:
+            note = _harmless(f.path, pc, s, t, err, label, changed, text)
+            if note is None:
                 not_checked.setdefault(f.path, []).append(err.reason)
             else:
-                where = f"lines {_fmt(_ranges(unread)[:8])}" if err.lines else "the file"
-                others = sorted(x for x in pc.labels if label is None or not x.startswith(label))
-                notes.append(f"{f.path}: {s.name} left {where} unread ({err.reason[:160]}); "
-                             "no changed line there is left unread"
-                             + (f" (also read by {', '.join(others)})" if others else ""))
+                notes.append(note)
         if must_read:
             gaps = [n for n in _wanted(range(1, pc.n_lines + 1), changed, text,
                                     every=False) if not pc.covered(n)]
@@ -225,3 +193,55 @@ def assess(files: Sequence[ScanTarget], targets: Sequence[ScanTarget],
     return Assessment(coverage=coverage, uncovered=tuple(uncovered),
                       not_checked={p: tuple(dict.fromkeys(r)) for p, r in not_checked.items()},
                       notes=tuple(notes))
+
+
+_Error = tuple[Scanner, ScanTarget, FileError, str | None]
+
+
+def _read_by(pc: PathCoverage, targets: Sequence[ScanTarget], scanners: Sequence[Scanner],
+             runs: Mapping[str, ScannerRun],
+             gives: Callable[[Scanner, ScanTarget], bool]) -> list[_Error]:
+    """Record in ``pc`` which rule sets read which lines of the file (through each of its
+    targets); the scanners' errors on those targets."""
+    errors: list[_Error] = []
+    for t in targets:
+        for s in scanners:
+            if not gives(s, t):
+                continue
+            err = runs[s.name].errors.get(t.key) if s.name in runs else None
+            label = s.coverage(t)
+            if err is not None:
+                errors.append((s, t, err, label))
+            if label is None:
+                continue
+            read = _target_lines(t, pc.n_lines, err)
+            if read is None:
+                pc.read_by.setdefault(0, set()).add(label)
+                pc.labels.add(label)
+            elif read:
+                for n in read:
+                    pc.read_by.setdefault(n, set()).add(label)
+                pc.labels.add(label + ("(partial)" if err is not None else ""))
+    return errors
+
+
+def _harmless(path: str, pc: PathCoverage, s: Scanner, t: ScanTarget, err: FileError,
+              label: str | None, changed: set[int] | None, text: Sequence[str]) -> str | None:
+    """A note when scanner ``s``'s error on ``t`` loses nothing (a lasting error whose unread
+    lines are no changed line, or are read by another rule set); None when the file is not
+    checked because of it."""
+    if not err.lasting:
+        return None
+    unread = ({t.source_line(n) for a, b in err.lines for n in range(a, b + 1)}
+              if err.lines else set(range(1, pc.n_lines + 1)))
+    if t.covers:
+        unread &= {n for a, b in t.covers for n in range(a, b + 1)}
+    # only what this scanner could have said about those lines counts as lost
+    lost = [n for n in _wanted(unread, changed, text, every=True) if not pc.covered(n)]
+    if lost:
+        return None
+    where = f"lines {_fmt(_ranges(unread)[:8])}" if err.lines else "the file"
+    others = sorted(x for x in pc.labels if label is None or not x.startswith(label))
+    return (f"{path}: {s.name} left {where} unread ({err.reason[:160]}); "
+            "no changed line there is left unread"
+            + (f" (also read by {', '.join(others)})" if others else ""))

@@ -77,16 +77,7 @@ class Reading:
 def split(text: str) -> Dockerfile:
     """The instructions of a Dockerfile with their line ranges (never raises on odd input)."""
     lines = split_lines(text)
-    escape = "\\"
-    i = 0
-    # parser directives: only at the very top, before any other comment or instruction
-    while i < len(lines):
-        m = _DIRECTIVE_RE.match(lines[i])
-        if not m:
-            break
-        if m.group(1).lower() == "escape" and m.group(2) in ("`", "\\"):
-            escape = m.group(2)
-        i += 1
+    escape, i = _directives(lines)
     out: list[Instruction] = []
     n = len(lines)
     while i < n:
@@ -117,22 +108,46 @@ def split(text: str) -> Dockerfile:
         flags = _leading_flags(joined) if keyword in ("RUN", "COPY", "ADD", "FROM") else ()
         heredocs: list[Heredoc] = []
         if keyword in ("RUN", "COPY", "ADD") and "<<" in joined and not _is_json(joined, flags):
-            for hm in _HEREDOC_RE.finditer(joined):
-                delim = hm.group(2) or hm.group(3) or hm.group(4)
-                strip_tabs = hm.group(1) == "-"
-                body_start = i + 1
-                j = body_start
-                while j < n:
-                    candidate = lines[j].lstrip("\t") if strip_tabs else lines[j]
-                    if candidate.rstrip("\r") == delim:
-                        break
-                    j += 1
-                end = min(j, n - 1)
-                heredocs.append(Heredoc(delim, strip_tabs, body_start + 1, end + 1))
-                i = end
+            heredocs, i = _heredocs(joined, lines, i)
         out.append(Instruction(keyword, start + 1, i + 1, head_end + 1, flags, tuple(heredocs)))
         i += 1
     return Dockerfile(escape, tuple(out), tuple(lines))
+
+
+def _directives(lines: list[str]) -> tuple[str, int]:
+    """The escape character the parser directives set, and the first line after them (they
+    count only at the very top, before any other comment or instruction)."""
+    escape = "\\"
+    i = 0
+    while i < len(lines):
+        m = _DIRECTIVE_RE.match(lines[i])
+        if not m:
+            break
+        if m.group(1).lower() == "escape" and m.group(2) in ("`", "\\"):
+            escape = m.group(2)
+        i += 1
+    return escape, i
+
+
+def _heredocs(joined: str, lines: list[str], i: int) -> tuple[list[Heredoc], int]:
+    """The here-documents an instruction (whose head ends at line index ``i``) opens, and the
+    index of the last line of the last body."""
+    n = len(lines)
+    heredocs: list[Heredoc] = []
+    for hm in _HEREDOC_RE.finditer(joined):
+        delim = hm.group(2) or hm.group(3) or hm.group(4)
+        strip_tabs = hm.group(1) == "-"
+        body_start = i + 1
+        j = body_start
+        while j < n:
+            candidate = lines[j].lstrip("\t") if strip_tabs else lines[j]
+            if candidate.rstrip("\r") == delim:
+                break
+            j += 1
+        end = min(j, n - 1)
+        heredocs.append(Heredoc(delim, strip_tabs, body_start + 1, end + 1))
+        i = end
+    return heredocs, i
 
 
 def _continues(line: str, escape: str) -> bool:
@@ -297,7 +312,14 @@ def _command(df: Dockerfile, ins: Instruction, shell: list[str], python: list[st
         for k, ln in head:
             shell[k] = ln
         return True
-    # heredocs: what reads the body decides how it is read
+    _heredoc_command(df, ins, head, shell, python, python_covers)
+    return True
+
+
+def _heredoc_command(df: Dockerfile, ins: Instruction, head: list[tuple[int, str]],
+                     shell: list[str], python: list[str],
+                     python_covers: list[tuple[int, int]]) -> None:
+    """A RUN with here-documents: what reads the body decides how it is read."""
     command = _HEREDOC_RE.sub(" ", " ".join(ln for _k, ln in head)).strip()
     words = command.replace("\\", " ").split()
     words = [w for w in words if not w.startswith(">") and w not in ("|",)]
@@ -322,7 +344,6 @@ def _command(df: Dockerfile, ins: Instruction, shell: list[str], python: list[st
             for k in body:
                 shell[k] = df.lines[k]
             shell[doc.end - 1] = df.lines[doc.end - 1]
-    return True
 
 
 def _env(df: Dockerfile, ins: Instruction, shell: list[str]) -> None:

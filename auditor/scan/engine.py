@@ -83,140 +83,45 @@ def run_scan(ws: Workspace, scanners: Sequence[Scanner], config: ScanConfig, wor
     jobs = max(1, config.jobs)
     upstream = upstream_blobs(ws)
     changed = changed_paths(ws, upstream)
-    regular = sorted(p for p, f in ws.manifest.items() if f.mode != "120000")
-    links = sorted(p for p, f in ws.manifest.items() if f.mode == "120000")
-    in_scope = regular if config.scope is Scope.FULL else sorted(changed)
-    skipped = [f"{p}: symlink (left to the verify stage)" for p in links
-               if config.scope is Scope.FULL or p in changed]
+    in_scope, skipped = _scope(ws, config.scope, changed)
     progress(f"scan ({config.scope.value}): reading {len(in_scope)} file(s)")
 
     not_checked: dict[str, list[str]] = {}
-    reads = _read_bundle(ws, in_scope)
-    bundle: list[ScanTarget] = []
-    for r in reads:
-        if r.error is not None:
-            not_checked.setdefault(r.path, []).append(r.error)
-        elif r.skipped is not None:
-            skipped.append(f"{r.path}: {r.skipped}")
-        else:
-            assert r.text is not None
-            bundle.append(ScanTarget(key=f"b:{r.path}", path=r.path, origin=Origin.BUNDLE,
-                                     sha256=r.sha256, family=r.family, text=r.text))
-
+    bundle = _read_bundle(ws, in_scope, not_checked, skipped)
     # full scope: upstream's copy of each changed text file, to tell inherited findings apart
-    baseline: list[ScanTarget] = []
-    if config.scope is Scope.FULL:
-        want = {t.path: upstream[t.path] for t in bundle if t.path in changed and t.path in upstream}
-        blobs = read_blobs(ws, list(want.values()))
-        for path, sha in sorted(want.items()):  # read_blobs raises on a missing object
-            r = classify(path, blobs[sha])
-            if r.text is not None:
-                baseline.append(ScanTarget(key=f"u:{path}", path=path, origin=Origin.UPSTREAM,
-                                           sha256=r.sha256, family=r.family, text=r.text))
+    baseline = _baseline(ws, bundle, changed, upstream) if config.scope is Scope.FULL else []
 
     # Attribution (blame over threads) is needed only where there are findings. While scanners
     # run over cache misses, every changed text file is blamed alongside them (git and the
     # scanners are separate processes, so it costs no wall time); when every result came from
     # the cache, only the files with findings are blamed.
     to_blame = [t for t in bundle if t.path in changed]
-    blame_pool = ThreadPoolExecutor(max_workers=jobs)
-    pending: dict[str, Future[list[str | None]]] = {}
-
-    def blame(targets: Sequence[ScanTarget]) -> None:
-        fresh = [t for t in targets if t.path not in pending]
-        if fresh:
-            progress(f"scan: attributing lines of {len(fresh)} changed file(s)")
-        for t in fresh:
-            pending[t.path] = blame_pool.submit(
-                line_origins, ws, t.path, "\n".join(split_lines(t.text)).translate(_ODD_BREAKS))
+    blamer = _Blamer(ws, changed, jobs, progress)
 
     # derived readings (a Dockerfile's shell text, a Python file as the interpreter decodes it)
     # are scanned beside the files; their findings and errors belong to the file's path
     targets = derived_mod.expand(bundle + baseline)
-    owner = {t.key: t for t in bundle + baseline}
-    for t in targets:
-        if t.derived:
-            owner[t.key] = owner[t.key.rsplit("#", 1)[0]]
     try:
         tally = _Tally()
         versions: dict[str, str] = {}
         # only files that can have findings: those scanned now, and those with cached findings
-        results = _run_scanners(scanners, targets, config, workdir, tally, versions, progress,
-                                before_scanning=lambda paths: blame(
+        results = _run_scanners(scanners, targets, config, workdir, tally, versions,
+                                progress, before_scanning=lambda paths: blamer.blame(
                                     [t for t in to_blame if t.path in paths]))
-
-        by_key = {t.key: t for t in targets}
-        raw: dict[str, list[tuple[Scanner, RawFinding]]] = {}
-        for s in scanners:
-            run = results[s.name]
-            for key, found in run.findings.items():
-                t = by_key[key]
-                mapped = [_to_source(t, f) for f in found]
-                # on one line, the most severe first (merge_same_concern later keeps the weightiest)
-                ordered = sorted(mapped, key=lambda f: (f.line, _SEVERITY_RANK[f.severity],
-                                                        f.end_line, f.rule, f.message))
-                raw.setdefault(owner[key].key, []).extend((s, f) for f in ordered)
-
-        blame([t for t in to_blame if raw.get(t.key)])
-
-        def changed_lines(t: ScanTarget) -> set[int] | None:
-            if t.path not in changed:
-                return None
-            if t.path not in pending:
-                blame([t])
-            return {n for n, o in enumerate(pending[t.path].result(), start=1) if o is not None}
-
+        raw = _raw_by_file(scanners, results, targets, _owners(bundle + baseline, targets))
+        blamer.blame([t for t in to_blame if raw.get(t.key)])
         judged = assess(bundle, [t for t in targets if t.origin is Origin.BUNDLE], scanners,
-                        results, _gives, changed_lines)
+                        results, _gives, blamer.changed_lines)
         for path, reasons in judged.not_checked.items():
             not_checked.setdefault(path, []).extend(reasons)
-        origins = {path: f.result() for path, f in pending.items()}
+        origins = blamer.origins()
     finally:
-        blame_pool.shutdown(wait=True)
+        blamer.close()
 
-    upstream_prints: dict[str, set[str]] = {}
-    for t in baseline:
-        lines = t.lines
-        upstream_prints[t.path] = {fingerprint_of(f.rule, t.path, _code(lines, f))
-                                   for _s, f in raw.get(t.key, [])}
-
-    judges: list[SourceJudge] = []
-
-    def judge() -> SourceJudge:  # upstream's package sources, read once and only when needed
-        if not judges:
-            known = upstream_sources(Git(ws.upstream_repo), ws.upstream_tree)
-            judges.append(SourceJudge(known | set(config.package_indexes)))
-        return judges[0]
-
-    findings: list[Finding] = []
-    for t in bundle:
-        lines = t.lines
-        for scanner, f in raw.get(t.key, []):
-            code = _code(lines, f)
-            fp = fingerprint_of(f.rule, t.path, code)
-            rule, message = f.rule, f.message
-            if SourceJudge.applies(rule):  # new, known or variable package source
-                verdict = judge().judge(code, t.text)
-                rule, message = f"{rule}.{verdict.suffix}", verdict.message
-            att = attribute(origins.get(t.path), f.line, f.end_line)
-            inherited = False
-            if config.scope is Scope.DIFF:
-                if not att.touches_series:
-                    continue
-            else:
-                inherited = t.path not in changed or fp in upstream_prints.get(t.path, set())
-            if att.unexplained and not inherited:
-                message += " (on a line that no listed commit explains)"
-            findings.append(Finding(
-                rule=rule, category=f.category, severity=f.severity, action=Action.REVIEW,
-                path=t.path, line=f.line, end_line=f.end_line,
-                commit=None if inherited else att.commit, message=message,
-                scanner=scanner.name,
-                fingerprint=fp if rule == f.rule else fingerprint_of(rule, t.path, code),
-                inherited=inherited,
-                snippet=_snippet(code), help=f.help,
-            ))
-
+    attributed = _Attributed(scope=config.scope, changed=changed, origins=origins,
+                             upstream_prints=_upstream_prints(baseline, raw),
+                             judge=_LazyJudge(ws, config.package_indexes))
+    findings = [f for t in bundle for f in _findings_of(t, raw.get(t.key, []), attributed)]
     findings = config.policy.apply(findings)
     findings = apply_waivers(findings, config.waivers, today=config.today)
     findings = merge_same_concern(findings)  # after policy and waivers: each rule judged alone
@@ -237,11 +142,183 @@ def run_scan(ws: Workspace, scanners: Sequence[Scanner], config: ScanConfig, wor
                        findings=tuple(findings), not_checked=nc_lines)
 
 
-def _read_bundle(ws: Workspace, paths: Sequence[str]) -> list[ReadResult]:
-    """The files in scope, from where verify says (the proven git objects or the unpacked copy)."""
-    got = bundle_files(ws).read(paths)
-    return [classify(p, got.contents[p]) if p in got.contents
-            else ReadResult(p, error=got.errors.get(p, "cannot be read")) for p in paths]
+def _scope(ws: Workspace, scope: Scope, changed: set[str]) -> tuple[list[str], list[str]]:
+    """The paths to read, and the symlinks in scope that are left to the verify stage."""
+    regular = sorted(p for p, f in ws.manifest.items() if f.mode != "120000")
+    links = sorted(p for p, f in ws.manifest.items() if f.mode == "120000")
+    in_scope = regular if scope is Scope.FULL else sorted(changed)
+    skipped = [f"{p}: symlink (left to the verify stage)" for p in links
+               if scope is Scope.FULL or p in changed]
+    return in_scope, skipped
+
+
+def _read_bundle(ws: Workspace, in_scope: Sequence[str], not_checked: dict[str, list[str]],
+                 skipped: list[str]) -> list[ScanTarget]:
+    """The bundle's text files in scope, from where verify says (the proven git objects or the
+    unpacked copy); unreadable ones go to ``not_checked``, binaries and the like to ``skipped``."""
+    got = bundle_files(ws).read(in_scope)
+    bundle: list[ScanTarget] = []
+    for path in in_scope:
+        r = (classify(path, got.contents[path]) if path in got.contents
+             else ReadResult(path, error=got.errors.get(path, "cannot be read")))
+        if r.error is not None:
+            not_checked.setdefault(r.path, []).append(r.error)
+        elif r.skipped is not None:
+            skipped.append(f"{r.path}: {r.skipped}")
+        else:
+            assert r.text is not None
+            bundle.append(ScanTarget(key=f"b:{r.path}", path=r.path, origin=Origin.BUNDLE,
+                                     sha256=r.sha256, family=r.family, text=r.text))
+    return bundle
+
+
+def _baseline(ws: Workspace, bundle: Sequence[ScanTarget], changed: set[str],
+              upstream: dict[str, str]) -> list[ScanTarget]:
+    """Upstream's copy of each changed bundle text file that upstream has."""
+    want = {t.path: upstream[t.path] for t in bundle if t.path in changed and t.path in upstream}
+    blobs = read_blobs(ws, list(want.values()))
+    baseline: list[ScanTarget] = []
+    for path, sha in sorted(want.items()):  # read_blobs raises on a missing object
+        r = classify(path, blobs[sha])
+        if r.text is not None:
+            baseline.append(ScanTarget(key=f"u:{path}", path=path, origin=Origin.UPSTREAM,
+                                       sha256=r.sha256, family=r.family, text=r.text))
+    return baseline
+
+
+class _Blamer:
+    """Line origins of changed files, computed on a thread pool and each file at most once."""
+
+    def __init__(self, ws: Workspace, changed: set[str], jobs: int,
+                 progress: Callable[[str], None]) -> None:
+        self._ws = ws
+        self._changed = changed
+        self._progress = progress
+        self._pool = ThreadPoolExecutor(max_workers=jobs)
+        self._pending: dict[str, Future[list[str | None]]] = {}
+
+    def blame(self, targets: Sequence[ScanTarget]) -> None:
+        fresh = [t for t in targets if t.path not in self._pending]
+        if fresh:
+            self._progress(f"scan: attributing lines of {len(fresh)} changed file(s)")
+        for t in fresh:
+            self._pending[t.path] = self._pool.submit(
+                line_origins, self._ws, t.path,
+                "\n".join(split_lines(t.text)).translate(_ODD_BREAKS))
+
+    def changed_lines(self, t: ScanTarget) -> set[int] | None:
+        """The lines of ``t`` the series wrote (None for a file the series did not change)."""
+        if t.path not in self._changed:
+            return None
+        if t.path not in self._pending:
+            self.blame([t])
+        return {n for n, o in enumerate(self._pending[t.path].result(), start=1)
+                if o is not None}
+
+    def origins(self) -> dict[str, list[str | None]]:
+        return {path: f.result() for path, f in self._pending.items()}
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True)
+
+
+def _owners(files: Sequence[ScanTarget], targets: Sequence[ScanTarget]) -> dict[str, ScanTarget]:
+    """Each target's file: itself, or for a derived reading the file it was derived from."""
+    owner = {t.key: t for t in files}
+    for t in targets:
+        if t.derived:
+            owner[t.key] = owner[t.key.rsplit("#", 1)[0]]
+    return owner
+
+
+def _raw_by_file(scanners: Sequence[Scanner], results: dict[str, ScannerRun],
+                 targets: Sequence[ScanTarget], owner: dict[str, ScanTarget],
+                 ) -> dict[str, list[tuple[Scanner, RawFinding]]]:
+    """Every scanner's findings, at their file's key and lines."""
+    by_key = {t.key: t for t in targets}
+    raw: dict[str, list[tuple[Scanner, RawFinding]]] = {}
+    for s in scanners:
+        run = results[s.name]
+        for key, found in run.findings.items():
+            t = by_key[key]
+            mapped = [_to_source(t, f) for f in found]
+            # on one line, the most severe first (merge_same_concern later keeps the weightiest)
+            ordered = sorted(mapped, key=lambda f: (f.line, _SEVERITY_RANK[f.severity],
+                                                    f.end_line, f.rule, f.message))
+            raw.setdefault(owner[key].key, []).extend((s, f) for f in ordered)
+    return raw
+
+
+def _upstream_prints(baseline: Sequence[ScanTarget],
+                     raw: dict[str, list[tuple[Scanner, RawFinding]]]) -> dict[str, set[str]]:
+    """The fingerprints of the findings in upstream's copy of each file."""
+    prints: dict[str, set[str]] = {}
+    for t in baseline:
+        lines = t.lines
+        prints[t.path] = {fingerprint_of(f.rule, t.path, _code(lines, f))
+                          for _s, f in raw.get(t.key, [])}
+    return prints
+
+
+class _LazyJudge:
+    """Upstream's package sources, read once and only when a finding needs them."""
+
+    def __init__(self, ws: Workspace, package_indexes: Sequence[str]) -> None:
+        self._ws = ws
+        self._indexes = package_indexes
+        self._judge: SourceJudge | None = None
+
+    def __call__(self) -> SourceJudge:
+        if self._judge is None:
+            known = upstream_sources(Git(self._ws.upstream_repo), self._ws.upstream_tree)
+            self._judge = SourceJudge(known | set(self._indexes))
+        return self._judge
+
+
+@dataclass(frozen=True)
+class _Attributed:
+    """What turns a scanner's raw finding into an attributed one."""
+
+    scope: Scope
+    changed: set[str]
+    origins: dict[str, list[str | None]]
+    upstream_prints: dict[str, set[str]]
+    judge: _LazyJudge
+
+
+def _findings_of(t: ScanTarget, raw: Sequence[tuple[Scanner, RawFinding]],
+                 ctx: _Attributed) -> list[Finding]:
+    """The findings of bundle file ``t``: package sources judged, each tied to its commit (in
+    ``diff`` scope, those on upstream's lines dropped; in ``full`` scope, upstream's marked
+    inherited)."""
+    findings: list[Finding] = []
+    lines = t.lines
+    for scanner, f in raw:
+        code = _code(lines, f)
+        fp = fingerprint_of(f.rule, t.path, code)
+        rule, message = f.rule, f.message
+        if SourceJudge.applies(rule):  # new, known or variable package source
+            verdict = ctx.judge().judge(code, t.text)
+            rule, message = f"{rule}.{verdict.suffix}", verdict.message
+        att = attribute(ctx.origins.get(t.path), f.line, f.end_line)
+        inherited = False
+        if ctx.scope is Scope.DIFF:
+            if not att.touches_series:
+                continue
+        else:
+            inherited = t.path not in ctx.changed or fp in ctx.upstream_prints.get(t.path, set())
+        if att.unexplained and not inherited:
+            message += " (on a line that no listed commit explains)"
+        findings.append(Finding(
+            rule=rule, category=f.category, severity=f.severity, action=Action.REVIEW,
+            path=t.path, line=f.line, end_line=f.end_line,
+            commit=None if inherited else att.commit, message=message,
+            scanner=scanner.name,
+            fingerprint=fp if rule == f.rule else fingerprint_of(rule, t.path, code),
+            inherited=inherited,
+            snippet=_snippet(code), help=f.help,
+        ))
+    return findings
 
 
 def _run_scanners(scanners: Sequence[Scanner], targets: Sequence[ScanTarget],
@@ -266,24 +343,10 @@ def _run_scanners(scanners: Sequence[Scanner], targets: Sequence[ScanTarget],
             done[s.name] = all_failed(mine, f"{s.name}: {reason}")
             continue
         versions[s.name] = version
-        findings: dict[str, tuple[RawFinding, ...]] = {}
-        errors: dict[str, FileError] = {}
-        misses: list[ScanTarget] = []
-        keys: dict[str, str] = {}
-        for t in mine:
-            key = cache_key(t.path, t.sha256, s.name, version,
-                            options + s.target_options(t) + _derived_options(t))
-            keys[t.key] = key
-            entry = cache.get(key) if cache is not None else None
-            if entry is None:
-                misses.append(t)
-                tally.misses += 1
-                continue
-            tally.hits += 1
-            findings[t.key] = entry.findings  # with an error: what the partial parse found
-            if entry.error is not None:
-                errors[t.key] = entry.error
-        done[s.name] = ScannerRun(findings=findings, errors=errors)
+        keys = {t.key: cache_key(t.path, t.sha256, s.name, version,
+                                 options + s.target_options(t) + _derived_options(t))
+                for t in mine}
+        done[s.name], misses = _from_cache(cache, mine, keys, tally)
         if misses:
             pending[s.name] = (s, misses, keys)
 
@@ -321,6 +384,25 @@ def _run_scanners(scanners: Sequence[Scanner], targets: Sequence[ScanTarget],
                             errors={**done[name].errors, **run.errors})
         done[name] = merged
     return done
+
+
+def _from_cache(cache: ResultCache | None, mine: Sequence[ScanTarget], keys: dict[str, str],
+                tally: _Tally) -> tuple[ScannerRun, list[ScanTarget]]:
+    """The cached results of one scanner over its targets, and the targets it must still scan."""
+    findings: dict[str, tuple[RawFinding, ...]] = {}
+    errors: dict[str, FileError] = {}
+    misses: list[ScanTarget] = []
+    for t in mine:
+        entry = cache.get(keys[t.key]) if cache is not None else None
+        if entry is None:
+            misses.append(t)
+            tally.misses += 1
+            continue
+        tally.hits += 1
+        findings[t.key] = entry.findings  # with an error: what the partial parse found
+        if entry.error is not None:
+            errors[t.key] = entry.error
+    return ScannerRun(findings=findings, errors=errors), misses
 
 
 def _gives(s: Scanner, t: ScanTarget) -> bool:

@@ -152,26 +152,32 @@ def _toml(lines: Sequence[str]) -> Iterator[RawFinding]:
         if not m:
             continue
         key, value = m.group(1).lower(), m.group(2).strip()
-        uv = section in ("", "pip", "tool.uv", "tool.uv.pip") or section.startswith(
-            ("index", "tool.uv.index"))
-        source_table = section in ("index", "tool.uv.index", "tool.poetry.source",
-                                   "tool.pdm.source", "source")
-        if uv and key in ("index-url", "extra-index-url", "find-links") or (
-                source_table and key == "url"):
-            what = f"{section + '.' if section else ''}{key}"
-            if value.startswith("[") and "]" not in value:
-                array_key = what  # its items are reported line by line
-                if not _URLISH.search(value):
-                    continue
-            yield _source(n, what)
-        elif uv and key == "allow-insecure-host":
-            if value.startswith("[") and "]" not in value:
-                array_key = "allow-insecure-host"
-                if len(value.strip("[ ")) == 0:
-                    continue
-            yield _tls(n, key)
-        elif source_table and key == "verify_ssl" and _FALSE.match(value):
-            yield _tls(n, f"{section}.verify_ssl = false")
+        found, array_key = _toml_key(n, section, key, value)
+        yield from found
+
+
+def _toml_key(n: int, section: str, key: str, value: str
+              ) -> tuple[list[RawFinding], str | None]:
+    """The findings of one ``key = value`` line in ``[section]``, and the key whose multi-line
+    array it opens (its items are then reported line by line), if it opens one."""
+    uv = section in ("", "pip", "tool.uv", "tool.uv.pip") or section.startswith(
+        ("index", "tool.uv.index"))
+    source_table = section in ("index", "tool.uv.index", "tool.poetry.source",
+                               "tool.pdm.source", "source")
+    opens_array = value.startswith("[") and "]" not in value
+    if uv and key in ("index-url", "extra-index-url", "find-links") or (
+            source_table and key == "url"):
+        what = f"{section + '.' if section else ''}{key}"
+        if opens_array:
+            return ([_source(n, what)] if _URLISH.search(value) else []), what
+        return [_source(n, what)], None
+    if uv and key == "allow-insecure-host":
+        if opens_array:
+            return ([_tls(n, key)] if value.strip("[ ") else []), "allow-insecure-host"
+        return [_tls(n, key)], None
+    if source_table and key == "verify_ssl" and _FALSE.match(value):
+        return [_tls(n, f"{section}.verify_ssl = false")], None
+    return [], None
 
 
 def _conda(lines: Sequence[str]) -> Iterator[RawFinding]:

@@ -137,114 +137,16 @@ def render_unit(service: ServiceSpec, profile: EngineProfile, *,
                 spec_file: str | None = None, tool_version: str = "") -> RenderedUnit:
     """The hardened unit for ``service``; a SpecError when the spec asks for something unsafe."""
     traits = traits_of(profile)
-
-    def err(key: str, message: str, hint: str | None = None) -> SpecError:
-        return SpecError(message, file=spec_file, key=f"service.{key}", hint=hint)
-
+    err = _Errors(spec_file)
     name = service.name
     if not re.fullmatch(r"[A-Za-z0-9_.@-]+", name) or name.startswith((".", "@", "-")):
         raise err("name", f"expected a unit name of letters, digits, _ . @ -, got {name!r}")
     unit_name = f"{name}.service"
-    key_env = profile.api_key_env
-
-    # ---- the key
-    if service.api_key_file and service.api_key_credential:
-        raise err("api_key_credential", "give api_key_file or api_key_credential, not both")
-    if service.api_key_credential:
-        mode = KeyMode.CREDENTIAL
-        if key_env is None and traits.key_file_flag is None:
-            raise err("api_key_credential", f"engine profile {profile.name!r} names no API key "
-                      "variable or key-file flag: the key cannot be handed over safely")
-    elif service.api_key_file:
-        mode = KeyMode.ENVIRONMENT_FILE
-        if key_env is None:
-            raise err("api_key_file", f"engine profile {profile.name!r} names no API key "
-                      "variable: an EnvironmentFile cannot pass the key")
-    else:
-        mode = KeyMode.NONE
-        if not service.loopback_only:
-            raise err("api_key_file", "no API key: a unit without a key is refused",
-                      hint="set api_key_file (a root-owned 0600 EnvironmentFile) or "
-                           "api_key_credential (LoadCredential=), or loopback_only = true for a "
-                           "server that only local users reach")
-
-    # ---- where it listens, who may talk to it: read as the resolver reads it (`0`, `0x0`,
-    # `[::]`, `::ffff:0.0.0.0` are every interface) and written in the usual spelling
-    bound = bind_address(service.host)
-    if bound.ip is None and not _HOST_RE.fullmatch(service.host):
-        raise err("host", f"expected an IP address or a host name, got {service.host!r}")
-    host = bound.canonical
-    if service.loopback_only and not bound.loopback:
-        raise err("host", f"loopback_only = true but host is {host!r}, not a loopback address")
-    if not 1 <= service.port <= 65535:
-        raise err("port", f"expected a port 1-65535, got {service.port}")
-    networks = []
-    for i, net in enumerate(service.client_networks):
-        try:
-            parsed = ipaddress.ip_network(net, strict=False)
-        except ValueError:
-            raise err(f"client_networks[{i}]", f"expected an address or CIDR network, got {net!r}"
-                      ) from None
-        if parsed.prefixlen == 0:
-            raise err(f"client_networks[{i}]", f"{net!r} allows every address, which undoes "
-                      "IPAddressDeny=any; list the client networks")
-        networks.append(str(parsed))
-    if not bound.loopback and not networks:
-        raise err("client_networks", f"host {host!r} is reachable from the network but "
-                  "client_networks is empty: IPAddressDeny=any would drop every client",
-                  hint='list the networks the clients connect from, e.g. ["10.0.0.0/24"]')
-    allow = ["localhost", *networks]
-    if bound.ip is not None and not bound.loopback and not bound.everywhere:
-        own = ipaddress.ip_network(host)
-        if not any(own.subnet_of(ipaddress.ip_network(n)) for n in networks  # type: ignore[arg-type]
-                   if ipaddress.ip_network(n).version == own.version):
-            allow.append(str(own))  # the readiness check connects to the server's own address
-
-    # ---- the command line
-    exec_path = service.exec_path
-    absolute_path(exec_path, key="service.exec", file=spec_file)
-    for i, arg in enumerate(service.extra_args):
-        if _KEY_FLAG_RE.match(arg) or (key_env and re.search(rf"\${{?{key_env}\b", arg)):
-            raise err(f"extra_args[{i}]", "the API key never goes on the command line",
-                      hint="use api_key_file or api_key_credential")
-    values = {"exec": exec_path, "model": service.model, "host": host, "port": str(service.port)}
-    argv = [re.sub(r"\{(exec|model|host|port)\}", lambda m: values[m.group(1)], word)
-            for word in profile.server_argv] or [exec_path]
-    if argv[0] != exec_path:
-        raise err("exec", f"engine profile {profile.name!r}: server_argv must start with {{exec}}")
-    argv += list(service.extra_args)
-    words = [exec_word(a) for a in argv]
-    if mode is KeyMode.CREDENTIAL and traits.key_file_flag:
-        # %d (the credentials directory) is a specifier on purpose: a path on argv, not the key
-        words += [exec_word(traits.key_file_flag), f'"%d/{CREDENTIAL_ID}"']
-    exec_line = " ".join(words)
-    if mode is KeyMode.CREDENTIAL and not traits.key_file_flag:
-        assert key_env is not None
-        exec_line = _credential_wrapper(key_env, name) + " " + exec_line
-
-    # ---- the environment
-    local_model = service.model.startswith("/")
-    env: dict[str, str] = dict(profile.telemetry_env)
-    if local_model:
-        env["HF_HUB_OFFLINE"] = "1"
-    # the unit's own directories, as specifiers; the service name cannot hold a "%" (spec.py)
-    dirs = {"state": f"%S/{name}", "cache": f"%C/{name}", "runtime": f"%t/{name}"}
-    dir_env: dict[str, str] = {}
-    for var, template in traits.cache_env.items():
-        if "%" in template or "%" in name:
-            raise SpecError(f"engine profile {profile.name!r}: cache_env.{var} may only use "
-                            "{state}, {cache} and {runtime}, not specifiers")
-        dir_env[var] = re.sub(r"\{(state|cache|runtime)\}", lambda m: dirs[m.group(1)], template)
-    if "HOME" not in env:
-        dir_env.setdefault("HOME", dirs["state"])
-    gpu_indices = [d for d in service.devices if d.isdigit()]
-    device_nodes = []
-    for i, d in enumerate(service.devices):
-        if d.isdigit():
-            continue
-        if not d.startswith("/dev/"):
-            raise err(f"devices[{i}]", f"expected a GPU index or a /dev path, got {d!r}")
-        device_nodes.append(absolute_path(d, key=f"service.devices[{i}]", file=spec_file))
+    mode = _key_mode(service, profile, traits, err)
+    host, allow = _listening(service, err)
+    exec_line = _exec_line(service, profile, traits, mode, host, err)
+    env, dir_env = _environment(service, profile, traits)
+    gpu_indices, device_nodes = _devices(service, err)
     if gpu_indices and service.gpu == "nvidia":
         env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
         env["CUDA_VISIBLE_DEVICES"] = ",".join(gpu_indices)
@@ -252,37 +154,16 @@ def render_unit(service: ServiceSpec, profile: EngineProfile, *,
         env["ZE_AFFINITY_MASK"] = ",".join(gpu_indices)
 
     w = _Writer()
-    w.comment(f"{unit_name}: hardened unit rendered by auditor{' ' + tool_version if tool_version else ''}"
-              f" (engine profile {_safe_comment(profile.name)}).")
-    w.comment("Re-render instead of editing by hand; lint any change with: auditor unit check FILE")
-    w.comment({KeyMode.ENVIRONMENT_FILE: "API key: EnvironmentFile= (root-owned, mode 0600).",
-               KeyMode.CREDENTIAL: "API key: systemd credential (LoadCredential=), never on argv.",
-               KeyMode.NONE: "No API key: loopback_only = true (only local users reach it)."}[mode])
-    w.header("Unit")
-    w.set("Description", f"{name} LLM inference server ({_safe_comment(profile.name)}, hardened)")
-    w.set("After", "network-online.target")
-    w.set("Wants", "network-online.target")
-    w.set("StartLimitIntervalSec", "1h")
-    w.set("StartLimitBurst", "3")
-
+    _write_unit_section(w, name, profile, mode, tool_version)
     w.header("Service")
     w.set("Type", "exec")
     w.set("User", plain_value(service.user, key="service.user", file=spec_file))
     w.set("ExecStart", exec_line)
-    probe = _probe_host(host)
     w.set("ExecStartPost", " ".join([
         BASH, "-c",
         exec_word('until (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null; do sleep 5; done'),
-        exec_word(f"{name}-ready"), exec_word(probe), exec_word(str(service.port))]))
-    if mode is KeyMode.ENVIRONMENT_FILE:
-        assert service.api_key_file is not None
-        w.set("EnvironmentFile", absolute_path(service.api_key_file, key="service.api_key_file",
-                                               file=spec_file))
-    elif mode is KeyMode.CREDENTIAL:
-        assert service.api_key_credential is not None
-        path = absolute_path(service.api_key_credential, key="service.api_key_credential",
-                             file=spec_file)
-        w.set("LoadCredential", f"{CREDENTIAL_ID}:{path}")
+        exec_word(f"{name}-ready"), exec_word(_probe_host(host)), exec_word(str(service.port))]))
+    _write_key(w, service, mode, spec_file)
     for var in env:
         w.set("Environment", env_assignment(var, env[var]))
     for var in dir_env:
@@ -298,32 +179,7 @@ def render_unit(service: ServiceSpec, profile: EngineProfile, *,
 
     w.comment("")
     w.comment("Sandbox. MemoryDenyWriteExecute= stays off: the CUDA driver and triton JIT-compile.")
-    w.set("NoNewPrivileges", "yes")
-    w.set("ProtectSystem", "strict")
-    hidden = local_model and service.model.startswith(HIDDEN_ROOTS)
-    w.set("ProtectHome", "tmpfs" if hidden else "yes")
-    w.set("PrivateTmp", "yes")
-    if hidden:
-        if ":" in service.model:
-            raise err("model", "a model path under /home, /root, /run/user or /tmp is bound into "
-                      "the sandbox and must not contain ':'")
-        w.set("BindReadOnlyPaths", absolute_path(service.model, key="service.model",
-                                                 file=spec_file))
-    w.set("TemporaryFileSystem", "/dev/shm:rw,nosuid,nodev,noexec,mode=1777")
-    w.set("RemoveIPC", "yes")
-    w.set("PrivateMounts", "yes")
-    for key in ("ProtectKernelTunables", "ProtectKernelModules", "ProtectKernelLogs",
-                "ProtectControlGroups", "ProtectClock", "ProtectHostname", "RestrictNamespaces",
-                "RestrictSUIDSGID", "RestrictRealtime", "LockPersonality"):
-        w.set(key, "yes")
-    w.set("ProtectProc", "invisible")
-    w.set("CapabilityBoundingSet", "")
-    w.set("AmbientCapabilities", "")
-    w.set("SystemCallFilter", "@system-service")
-    w.set("SystemCallFilter", "~@privileged")
-    w.set("SystemCallErrorNumber", "EPERM")
-    w.set("SystemCallArchitectures", "native")
-    w.set("RestrictAddressFamilies", "AF_UNIX AF_INET AF_INET6 AF_NETLINK")
+    _write_sandbox(w, service, err)
     w.set("DevicePolicy", "closed")
     if service.gpu == "none":
         w.set("PrivateDevices", "yes")
@@ -341,6 +197,208 @@ def render_unit(service: ServiceSpec, profile: EngineProfile, *,
     return RenderedUnit(unit_name=unit_name, text=text, env_example_name=f"{name}.env.example",
                         env_example_text=_env_example(service, profile, mode, traits),
                         key_mode=mode)
+
+
+_KEY_COMMENT = {
+    KeyMode.ENVIRONMENT_FILE: "API key: EnvironmentFile= (root-owned, mode 0600).",
+    KeyMode.CREDENTIAL: "API key: systemd credential (LoadCredential=), never on argv.",
+    KeyMode.NONE: "No API key: loopback_only = true (only local users reach it).",
+}
+
+
+def _write_unit_section(w: _Writer, name: str, profile: EngineProfile, mode: KeyMode,
+                        tool_version: str) -> None:
+    """The head comment and ``[Unit]``."""
+    w.comment(f"{name}.service: hardened unit rendered by auditor{' ' + tool_version if tool_version else ''}"
+              f" (engine profile {_safe_comment(profile.name)}).")
+    w.comment("Re-render instead of editing by hand; lint any change with: auditor unit check FILE")
+    w.comment(_KEY_COMMENT[mode])
+    w.header("Unit")
+    w.set("Description", f"{name} LLM inference server ({_safe_comment(profile.name)}, hardened)")
+    w.set("After", "network-online.target")
+    w.set("Wants", "network-online.target")
+    w.set("StartLimitIntervalSec", "1h")
+    w.set("StartLimitBurst", "3")
+
+
+@dataclass(frozen=True)
+class _Errors:
+    """Makes the SpecError for a ``[service]`` key of the spec file."""
+
+    spec_file: str | None
+
+    def __call__(self, key: str, message: str, hint: str | None = None) -> SpecError:
+        return SpecError(message, file=self.spec_file, key=f"service.{key}", hint=hint)
+
+
+def _key_mode(service: ServiceSpec, profile: EngineProfile, traits: ServerTraits,
+              err: _Errors) -> KeyMode:
+    """How the API key reaches the server; refuses a key the profile cannot hand over, and no
+    key at all unless the server is loopback-only."""
+    key_env = profile.api_key_env
+    if service.api_key_file and service.api_key_credential:
+        raise err("api_key_credential", "give api_key_file or api_key_credential, not both")
+    if service.api_key_credential:
+        if key_env is None and traits.key_file_flag is None:
+            raise err("api_key_credential", f"engine profile {profile.name!r} names no API key "
+                      "variable or key-file flag: the key cannot be handed over safely")
+        return KeyMode.CREDENTIAL
+    if service.api_key_file:
+        if key_env is None:
+            raise err("api_key_file", f"engine profile {profile.name!r} names no API key "
+                      "variable: an EnvironmentFile cannot pass the key")
+        return KeyMode.ENVIRONMENT_FILE
+    if not service.loopback_only:
+        raise err("api_key_file", "no API key: a unit without a key is refused",
+                  hint="set api_key_file (a root-owned 0600 EnvironmentFile) or "
+                       "api_key_credential (LoadCredential=), or loopback_only = true for a "
+                       "server that only local users reach")
+    return KeyMode.NONE
+
+
+def _listening(service: ServiceSpec, err: _Errors) -> tuple[str, list[str]]:
+    """Where the server listens (read as the resolver reads it: `0`, `0x0`, `[::]`,
+    `::ffff:0.0.0.0` are every interface; written in the usual spelling) and who may talk to it
+    (the ``IPAddressAllow=`` list)."""
+    bound = bind_address(service.host)
+    if bound.ip is None and not _HOST_RE.fullmatch(service.host):
+        raise err("host", f"expected an IP address or a host name, got {service.host!r}")
+    host = bound.canonical
+    if service.loopback_only and not bound.loopback:
+        raise err("host", f"loopback_only = true but host is {host!r}, not a loopback address")
+    if not 1 <= service.port <= 65535:
+        raise err("port", f"expected a port 1-65535, got {service.port}")
+    networks = [_client_network(i, net, err) for i, net in enumerate(service.client_networks)]
+    if not bound.loopback and not networks:
+        raise err("client_networks", f"host {host!r} is reachable from the network but "
+                  "client_networks is empty: IPAddressDeny=any would drop every client",
+                  hint='list the networks the clients connect from, e.g. ["10.0.0.0/24"]')
+    allow = ["localhost", *networks]
+    if bound.ip is not None and not bound.loopback and not bound.everywhere:
+        own = ipaddress.ip_network(host)
+        if not any(own.subnet_of(ipaddress.ip_network(n)) for n in networks  # type: ignore[arg-type]
+                   if ipaddress.ip_network(n).version == own.version):
+            allow.append(str(own))  # the readiness check connects to the server's own address
+    return host, allow
+
+
+def _client_network(i: int, net: str, err: _Errors) -> str:
+    try:
+        parsed = ipaddress.ip_network(net, strict=False)
+    except ValueError:
+        raise err(f"client_networks[{i}]", f"expected an address or CIDR network, got {net!r}"
+                  ) from None
+    if parsed.prefixlen == 0:
+        raise err(f"client_networks[{i}]", f"{net!r} allows every address, which undoes "
+                  "IPAddressDeny=any; list the client networks")
+    return str(parsed)
+
+
+def _exec_line(service: ServiceSpec, profile: EngineProfile, traits: ServerTraits,
+               mode: KeyMode, host: str, err: _Errors) -> str:
+    """``ExecStart=``: the profile's server argv and the spec's extra arguments, never the key."""
+    key_env = profile.api_key_env
+    exec_path = service.exec_path
+    absolute_path(exec_path, key="service.exec", file=err.spec_file)
+    for i, arg in enumerate(service.extra_args):
+        if _KEY_FLAG_RE.match(arg) or (key_env and re.search(rf"\${{?{key_env}\b", arg)):
+            raise err(f"extra_args[{i}]", "the API key never goes on the command line",
+                      hint="use api_key_file or api_key_credential")
+    values = {"exec": exec_path, "model": service.model, "host": host, "port": str(service.port)}
+    argv = [re.sub(r"\{(exec|model|host|port)\}", lambda m: values[m.group(1)], word)
+            for word in profile.server_argv] or [exec_path]
+    if argv[0] != exec_path:
+        raise err("exec", f"engine profile {profile.name!r}: server_argv must start with {{exec}}")
+    argv += list(service.extra_args)
+    words = [exec_word(a) for a in argv]
+    if mode is KeyMode.CREDENTIAL and traits.key_file_flag:
+        # %d (the credentials directory) is a specifier on purpose: a path on argv, not the key
+        words += [exec_word(traits.key_file_flag), f'"%d/{CREDENTIAL_ID}"']
+    exec_line = " ".join(words)
+    if mode is KeyMode.CREDENTIAL and not traits.key_file_flag:
+        assert key_env is not None
+        exec_line = _credential_wrapper(key_env, service.name) + " " + exec_line
+    return exec_line
+
+
+def _environment(service: ServiceSpec, profile: EngineProfile,
+                 traits: ServerTraits) -> tuple[dict[str, str], dict[str, str]]:
+    """The plain ``Environment=`` values (telemetry off, offline hub for a local model) and those
+    that name the unit's own directories through specifiers."""
+    name = service.name
+    env: dict[str, str] = dict(profile.telemetry_env)
+    if service.model.startswith("/"):
+        env["HF_HUB_OFFLINE"] = "1"
+    # the unit's own directories, as specifiers; the service name cannot hold a "%" (spec.py)
+    dirs = {"state": f"%S/{name}", "cache": f"%C/{name}", "runtime": f"%t/{name}"}
+    dir_env: dict[str, str] = {}
+    for var, template in traits.cache_env.items():
+        if "%" in template or "%" in name:
+            raise SpecError(f"engine profile {profile.name!r}: cache_env.{var} may only use "
+                            "{state}, {cache} and {runtime}, not specifiers")
+        dir_env[var] = re.sub(r"\{(state|cache|runtime)\}", lambda m: dirs[m.group(1)], template)
+    if "HOME" not in env:
+        dir_env.setdefault("HOME", dirs["state"])
+    return env, dir_env
+
+
+def _devices(service: ServiceSpec, err: _Errors) -> tuple[list[str], list[str]]:
+    """The GPU indices and the extra device nodes of ``devices``."""
+    gpu_indices = [d for d in service.devices if d.isdigit()]
+    device_nodes = []
+    for i, d in enumerate(service.devices):
+        if d.isdigit():
+            continue
+        if not d.startswith("/dev/"):
+            raise err(f"devices[{i}]", f"expected a GPU index or a /dev path, got {d!r}")
+        device_nodes.append(absolute_path(d, key=f"service.devices[{i}]", file=err.spec_file))
+    return gpu_indices, device_nodes
+
+
+def _write_key(w: _Writer, service: ServiceSpec, mode: KeyMode, spec_file: str | None) -> None:
+    """The directive that hands the API key over, if any."""
+    if mode is KeyMode.ENVIRONMENT_FILE:
+        assert service.api_key_file is not None
+        w.set("EnvironmentFile", absolute_path(service.api_key_file, key="service.api_key_file",
+                                               file=spec_file))
+    elif mode is KeyMode.CREDENTIAL:
+        assert service.api_key_credential is not None
+        path = absolute_path(service.api_key_credential, key="service.api_key_credential",
+                             file=spec_file)
+        w.set("LoadCredential", f"{CREDENTIAL_ID}:{path}")
+
+
+_SANDBOX_YES = ("ProtectKernelTunables", "ProtectKernelModules", "ProtectKernelLogs",
+                "ProtectControlGroups", "ProtectClock", "ProtectHostname", "RestrictNamespaces",
+                "RestrictSUIDSGID", "RestrictRealtime", "LockPersonality")
+
+
+def _write_sandbox(w: _Writer, service: ServiceSpec, err: _Errors) -> None:
+    """The file-system, kernel, capability and system-call sandbox."""
+    w.set("NoNewPrivileges", "yes")
+    w.set("ProtectSystem", "strict")
+    hidden = service.model.startswith(HIDDEN_ROOTS)  # a local model path where ProtectHome hides it
+    w.set("ProtectHome", "tmpfs" if hidden else "yes")
+    w.set("PrivateTmp", "yes")
+    if hidden:
+        if ":" in service.model:
+            raise err("model", "a model path under /home, /root, /run/user or /tmp is bound into "
+                      "the sandbox and must not contain ':'")
+        w.set("BindReadOnlyPaths", absolute_path(service.model, key="service.model",
+                                                 file=err.spec_file))
+    w.set("TemporaryFileSystem", "/dev/shm:rw,nosuid,nodev,noexec,mode=1777")
+    w.set("RemoveIPC", "yes")
+    w.set("PrivateMounts", "yes")
+    for key in _SANDBOX_YES:
+        w.set(key, "yes")
+    w.set("ProtectProc", "invisible")
+    w.set("CapabilityBoundingSet", "")
+    w.set("AmbientCapabilities", "")
+    w.set("SystemCallFilter", "@system-service")
+    w.set("SystemCallFilter", "~@privileged")
+    w.set("SystemCallErrorNumber", "EPERM")
+    w.set("SystemCallArchitectures", "native")
+    w.set("RestrictAddressFamilies", "AF_UNIX AF_INET AF_INET6 AF_NETLINK")
 
 
 def _probe_host(host: str) -> str:

@@ -96,6 +96,20 @@ def extract(path: str, text: str) -> Extraction:
     if "fetchcontent_declare" not in text.lower() and "externalproject_add" not in text.lower():
         return col.done()
     commands = _commands(_tokens(text))
+    expand = _Expander(_literal_sets(commands))
+    for name, line, args, last in commands:
+        if name not in FETCH_COMMANDS:
+            continue
+        words = [a for a in args if a.kind in ("word", "string")]
+        if not words:
+            col.skip(line, f"{name} without arguments")
+            continue
+        _fetch(col, name, line, last, words, expand)
+    return col.done()
+
+
+def _literal_sets(commands: list[tuple[str, int, list[_Tok], int]]) -> dict[str, str]:
+    """The variables ``set()`` exactly once, to one literal value."""
     sets: dict[str, list[str | None]] = {}
     for name, _, args, _ in commands:
         if name == "set" and args and args[0].kind in ("word", "string"):
@@ -104,55 +118,65 @@ def extract(path: str, text: str) -> Extraction:
                 values = values[: values.index("CACHE")]
             literal = values[0] if len(values) == 1 else None
             sets.setdefault(args[0].value, []).append(literal)
-    variables = {k: v[0] for k, v in sets.items() if len(v) == 1 and v[0] is not None}
+    return {k: v[0] for k, v in sets.items() if len(v) == 1 and v[0] is not None}
 
-    def expand(value: str) -> str:
+
+@dataclass(frozen=True)
+class _Expander:
+    """``${VAR}`` replaced by the literal variables (nested up to five levels)."""
+
+    variables: dict[str, str]
+
+    def __call__(self, value: str) -> str:
         for _ in range(5):
             new = re.sub(r"\$\{([A-Za-z0-9_.\-]+)\}",
-                         lambda m: variables.get(m.group(1), m.group()), value)
+                         lambda m: self.variables.get(m.group(1), m.group()), value)
             if new == value:
                 break
             value = new
         return value
 
-    for name, line, args, last in commands:
-        if name not in FETCH_COMMANDS:
-            continue
-        words = [a for a in args if a.kind in ("word", "string")]
-        if not words:
-            col.skip(line, f"{name} without arguments")
-            continue
-        fetch_name = expand(words[0].value)
-        opts: dict[str, str] = {}
-        k = 1
-        while k < len(words):
-            w = words[k].value
-            if w in KEYWORDS and words[k].kind == "word":
-                if k + 1 < len(words) and not (words[k + 1].value in KEYWORDS
-                                               and words[k + 1].kind == "word"):
-                    opts.setdefault(w, expand(words[k + 1].value))
-                    k += 2
-                    continue
-                opts.setdefault(w, "")
-            k += 1
-        cname = re.sub(r"[-_.]+", "-", fetch_name).lower()
-        shown = " ".join(f"{k} {opts[k]}" for k in ("GIT_REPOSITORY", "GIT_TAG", "URL",
-                                                     "URL_HASH", "URL_MD5") if k in opts)
-        raw = f"{words[0].value} {shown}"
-        if "GIT_REPOSITORY" in opts:
-            col.declarations.append(Declaration(
-                name=cname, specifier="", pin=None, markers="", url=opts["GIT_REPOSITORY"] or None,
-                kind=Kind.CMAKE_GIT, file=path, line=line, group=name,
-                ref=opts.get("GIT_TAG") or None, text=raw, end_line=last if last != line else 0))
-        elif "URL" in opts:
-            digest = opts.get("URL_HASH") or (f"MD5={opts['URL_MD5']}" if opts.get("URL_MD5")
-                                              else None)
-            col.declarations.append(Declaration(
-                name=cname, specifier="", pin=None, markers="", url=opts["URL"] or None,
-                kind=Kind.CMAKE_URL, file=path, line=line, group=name, hash=digest,
-                text=raw, end_line=last if last != line else 0))
-        elif "DOWNLOAD_COMMAND" in opts:
-            col.skip(line, f"{name}({fetch_name}) downloads with a custom command: not checked")
-        elif "SOURCE_DIR" not in opts:
-            col.skip(line, f"{name}({fetch_name}): no GIT_REPOSITORY or URL found: not checked")
-    return col.done()
+
+def _options(words: list[_Tok], expand: _Expander) -> dict[str, str]:
+    """The fetch's keyword options (the first value of each), expanded."""
+    opts: dict[str, str] = {}
+    k = 1
+    while k < len(words):
+        w = words[k].value
+        if w in KEYWORDS and words[k].kind == "word":
+            if k + 1 < len(words) and not (words[k + 1].value in KEYWORDS
+                                           and words[k + 1].kind == "word"):
+                opts.setdefault(w, expand(words[k + 1].value))
+                k += 2
+                continue
+            opts.setdefault(w, "")
+        k += 1
+    return opts
+
+
+def _fetch(col: Collector, name: str, line: int, last: int, words: list[_Tok],
+           expand: _Expander) -> None:
+    """One FetchContent_Declare / ExternalProject_Add: a declaration, or why it is not checked."""
+    path = col.file
+    fetch_name = expand(words[0].value)
+    opts = _options(words, expand)
+    cname = re.sub(r"[-_.]+", "-", fetch_name).lower()
+    shown = " ".join(f"{k} {opts[k]}" for k in ("GIT_REPOSITORY", "GIT_TAG", "URL",
+                                                 "URL_HASH", "URL_MD5") if k in opts)
+    raw = f"{words[0].value} {shown}"
+    if "GIT_REPOSITORY" in opts:
+        col.declarations.append(Declaration(
+            name=cname, specifier="", pin=None, markers="", url=opts["GIT_REPOSITORY"] or None,
+            kind=Kind.CMAKE_GIT, file=path, line=line, group=name,
+            ref=opts.get("GIT_TAG") or None, text=raw, end_line=last if last != line else 0))
+    elif "URL" in opts:
+        digest = opts.get("URL_HASH") or (f"MD5={opts['URL_MD5']}" if opts.get("URL_MD5")
+                                          else None)
+        col.declarations.append(Declaration(
+            name=cname, specifier="", pin=None, markers="", url=opts["URL"] or None,
+            kind=Kind.CMAKE_URL, file=path, line=line, group=name, hash=digest,
+            text=raw, end_line=last if last != line else 0))
+    elif "DOWNLOAD_COMMAND" in opts:
+        col.skip(line, f"{name}({fetch_name}) downloads with a custom command: not checked")
+    elif "SOURCE_DIR" not in opts:
+        col.skip(line, f"{name}({fetch_name}): no GIT_REPOSITORY or URL found: not checked")

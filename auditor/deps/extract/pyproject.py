@@ -7,6 +7,7 @@ A ``dynamic`` dependencies field (computed by the build backend) is reported as 
 from __future__ import annotations
 
 import tomllib
+from collections.abc import Callable
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -39,23 +40,7 @@ def extract(path: str, text: str) -> Extraction:
 
     project = doc.get("project")
     if isinstance(project, dict):
-        if "dependencies" in project:
-            take(project["dependencies"], "dependencies", "project")
-        optional = project.get("optional-dependencies", {})
-        if isinstance(optional, dict):
-            for extra, values in optional.items():
-                take(values, f"optional:{extra}", "project.optional-dependencies")
-        else:
-            col.skip(section_line(lines, "project"), "optional-dependencies is not a table")
-        dynamic = project.get("dynamic", [])
-        if isinstance(dynamic, list):
-            for field in ("dependencies", "optional-dependencies"):
-                if field in dynamic and not _setuptools_files(doc, field, col, lines):
-                    col.skip(section_line(lines, "project"),
-                             f"[project] {field} is dynamic (computed by the build backend): "
-                             "not checked",
-                             group="dependencies" if field == "dependencies" else "optional",
-                             topic=Topic.COMPUTED_REQUIRES)
+        _project(project, doc, take, col, lines)
     groups = doc.get("dependency-groups")
     if isinstance(groups, dict):
         for name, values in groups.items():
@@ -66,6 +51,28 @@ def extract(path: str, text: str) -> Extraction:
     if isinstance(build, dict) and "requires" in build:
         take(build["requires"], "build-system", "build-system")
     return col.done()
+
+
+def _project(project: dict[str, Any], doc: dict[str, Any],
+             take: Callable[[Any, str, str], None], col: Collector, lines: list[str]) -> None:
+    """``[project]``: its dependencies and extras, or why they are not checked."""
+    if "dependencies" in project:
+        take(project["dependencies"], "dependencies", "project")
+    optional = project.get("optional-dependencies", {})
+    if isinstance(optional, dict):
+        for extra, values in optional.items():
+            take(values, f"optional:{extra}", "project.optional-dependencies")
+    else:
+        col.skip(section_line(lines, "project"), "optional-dependencies is not a table")
+    dynamic = project.get("dynamic", [])
+    if isinstance(dynamic, list):
+        for field in ("dependencies", "optional-dependencies"):
+            if field in dynamic and not _setuptools_files(doc, field, col, lines):
+                col.skip(section_line(lines, "project"),
+                         f"[project] {field} is dynamic (computed by the build backend): "
+                         "not checked",
+                         group="dependencies" if field == "dependencies" else "optional",
+                         topic=Topic.COMPUTED_REQUIRES)
 
 
 def _setuptools_files(doc: dict[str, Any], field: str, col: Collector, lines: list[str]) -> bool:

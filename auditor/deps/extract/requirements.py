@@ -59,35 +59,7 @@ def parse_file(path: str, text: str, col: Collector, includes: list[tuple[str, i
     for line, last, logical in _logical_lines(text):
         col.end_line = last if last != line else 0
         if logical.startswith("-"):
-            try:
-                tokens = shlex.split(logical)
-            except ValueError:
-                col.skip(line, f"cannot be parsed: {logical[:120]!r}")
-                continue
-            opt_token = tokens.pop(0)
-            opt, value = _split_option(opt_token, tokens)
-            if opt in ("-e", "--editable"):
-                if value is None:
-                    col.skip(line, "-e without a requirement")
-                elif "://" in value or value.startswith(VCS_LIKE):
-                    col.requirement(value, line, group="editable", raw=logical)
-                # a local editable path is part of the tree itself: nothing comes in with it
-                continue
-            if opt in INDEX_OPTIONS:
-                if not value:
-                    col.skip(line, f"{opt} without a value")
-                else:
-                    col.index(INDEX_OPTIONS[opt], value, line, logical)
-                continue
-            if opt in INCLUDE_OPTIONS:
-                if not value:
-                    col.skip(line, f"{opt} without a file")
-                else:
-                    includes.append((value, line, INCLUDE_OPTIONS[opt]))
-                continue
-            if opt in HARMLESS_FLAGS:
-                continue
-            col.skip(line, f"unknown option {opt!r}: not checked")
+            _option_line(line, logical, col, includes)
             continue
         # a requirement, possibly followed by per-requirement options (--hash=...)
         req_text, hashes = _strip_hashes(logical)
@@ -97,6 +69,36 @@ def parse_file(path: str, text: str, col: Collector, includes: list[tuple[str, i
         if _is_local_path(req_text):
             continue
         col.requirement(req_text, line, hashes=hashes, raw=logical)
+
+
+def _option_line(line: int, logical: str, col: Collector,
+                 includes: list[tuple[str, int, str]]) -> None:
+    """A line that starts with an option: an editable, an index, an include or a flag."""
+    try:
+        tokens = shlex.split(logical)
+    except ValueError:
+        col.skip(line, f"cannot be parsed: {logical[:120]!r}")
+        return
+    opt_token = tokens.pop(0)
+    opt, value = _split_option(opt_token, tokens)
+    if opt in ("-e", "--editable"):
+        if value is None:
+            col.skip(line, "-e without a requirement")
+        elif "://" in value or value.startswith(VCS_LIKE):
+            col.requirement(value, line, group="editable", raw=logical)
+        # a local editable path is part of the tree itself: nothing comes in with it
+    elif opt in INDEX_OPTIONS:
+        if not value:
+            col.skip(line, f"{opt} without a value")
+        else:
+            col.index(INDEX_OPTIONS[opt], value, line, logical)
+    elif opt in INCLUDE_OPTIONS:
+        if not value:
+            col.skip(line, f"{opt} without a file")
+        else:
+            includes.append((value, line, INCLUDE_OPTIONS[opt]))
+    elif opt not in HARMLESS_FLAGS:
+        col.skip(line, f"unknown option {opt!r}: not checked")
 
 
 def _strip_hashes(logical: str) -> tuple[str | None, tuple[str, ...]]:

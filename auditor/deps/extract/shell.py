@@ -80,42 +80,54 @@ def extract(path: str, text: str) -> Extraction:
     physical = text.splitlines()
     for line, last, logical in _logical_lines(text):
         span = _Span(physical, line, last)
-        for m in _INDEX_ENV.finditer(logical):
-            value, var = m.group("value"), m.group("var")
-            where = span.line_of(value)
-            if "$" in value or "`" in value:
-                col.skip(where, f"{var} is set to {value[:80]!r}, computed by the shell: the "
-                         "package source is not checked", group="pip install",
-                         topic=Topic.SHELL_COMPUTED)
-            elif "://" in value or var.endswith("TRUSTED_HOST"):
-                col.index(_ENV_OPTION[var], value, where, logical)
+        _index_variables(col, logical, span)
         if "install" not in logical or "pip" not in logical:
             continue
-        body = re.sub(r"^RUN\s+", "", logical)
-        if body.startswith("["):  # exec form: RUN ["pip", "install", ...]
-            words_all = re.findall(r'"((?:\\.|[^"\\])*)"', body)
-            commands = [words_all]
-        else:
-            try:
-                lex = shlex.shlex(body, posix=True, punctuation_chars=True)
-                lex.whitespace_split = True
-                lex.commenters = "#"
-                tokens = list(lex)
-            except ValueError:
-                col.skip(line, f"cannot be parsed as shell: {logical[:120]!r}")
-                continue
-            commands = [[]]
-            for tok in tokens:
-                if tok in _SEPARATORS:
-                    commands.append([])
-                else:
-                    commands[-1].append(tok)
+        commands = _commands(logical)
+        if commands is None:
+            col.skip(line, f"cannot be parsed as shell: {logical[:120]!r}")
+            continue
         for words in commands:
             args = _pip_args(words)
             if args is None:
                 continue
             _take(col, args, logical, span)
     return col.done()
+
+
+def _index_variables(col: Collector, logical: str, span: _Span) -> None:
+    """Package sources set through pip's environment variables (PIP_INDEX_URL=...)."""
+    for m in _INDEX_ENV.finditer(logical):
+        value, var = m.group("value"), m.group("var")
+        where = span.line_of(value)
+        if "$" in value or "`" in value:
+            col.skip(where, f"{var} is set to {value[:80]!r}, computed by the shell: the "
+                     "package source is not checked", group="pip install",
+                     topic=Topic.SHELL_COMPUTED)
+        elif "://" in value or var.endswith("TRUSTED_HOST"):
+            col.index(_ENV_OPTION[var], value, where, logical)
+
+
+def _commands(logical: str) -> list[list[str]] | None:
+    """The simple commands of a shell line (or a Dockerfile RUN, exec form too) as word lists;
+    None when the shell text cannot be split."""
+    body = re.sub(r"^RUN\s+", "", logical)
+    if body.startswith("["):  # exec form: RUN ["pip", "install", ...]
+        return [re.findall(r'"((?:\\.|[^"\\])*)"', body)]
+    try:
+        lex = shlex.shlex(body, posix=True, punctuation_chars=True)
+        lex.whitespace_split = True
+        lex.commenters = "#"
+        tokens = list(lex)
+    except ValueError:
+        return None
+    commands: list[list[str]] = [[]]
+    for tok in tokens:
+        if tok in _SEPARATORS:
+            commands.append([])
+        else:
+            commands[-1].append(tok)
+    return commands
 
 
 class _Span:

@@ -17,21 +17,23 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
-import stat
 import urllib.error
 import urllib.request
 import zipfile
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
 from auditor.deps.vulns.osv import MAX_RECORD_BYTES, MAX_TOTAL_BYTES, load_snapshot
 from auditor.errors import InputError, ToolError
+from auditor.zipsafety import UnsafeZip, ZipLimits, check_members, show
 
 OSV_BUCKET = "https://osv-vulnerabilities.storage.googleapis.com"
 MAX_DOWNLOAD_BYTES = 2 * 1024**3
 MAX_MEMBERS = 2_000_000
 SIDECAR_SUFFIX = ".meta.json"
+_LIMITS = ZipLimits(members=MAX_MEMBERS, member_bytes=MAX_RECORD_BYTES,
+                    total_bytes=MAX_TOTAL_BYTES)
 
 
 class FetchError(ToolError):
@@ -88,28 +90,14 @@ def check_archive(path: Path, ecosystem: str, label: str | None = None
     where = label or str(path)
     try:
         with zipfile.ZipFile(path) as zf:
-            infos = zf.infolist()
-            if len(infos) > MAX_MEMBERS:
-                raise InputError(f"{where}: more than {MAX_MEMBERS} members")
-            total = 0
-            for info in infos:
-                name = PurePosixPath(info.filename)
-                if info.filename.startswith("/") or ".." in name.parts or "\\" in info.filename:
-                    raise InputError(f"{where}: unsafe member name {info.filename[:120]!r}")
-                mode = info.external_attr >> 16
-                if stat.S_ISLNK(mode):
-                    raise InputError(f"{where}: member {info.filename[:120]!r} is a link")
-                if info.file_size > MAX_RECORD_BYTES:
-                    raise InputError(f"{where}: member {info.filename[:120]!r} is larger than "
-                                     f"{MAX_RECORD_BYTES} bytes")
-                total += info.file_size
-            if total > MAX_TOTAL_BYTES:
-                raise InputError(f"{where}: more than {MAX_TOTAL_BYTES} bytes uncompressed")
+            check_members(zf, _LIMITS)
             bad = zf.testzip()
             if bad is not None:
-                raise InputError(f"{where}: member {bad[:120]!r} fails its CRC check")
+                raise InputError(f"{where}: member {show(bad)} fails its CRC check")
     except zipfile.BadZipFile as exc:
         raise InputError(f"{where}: not a zip archive ({exc})") from None
+    except UnsafeZip as exc:
+        raise InputError(f"{where}: {exc}") from None
     snap = load_snapshot(path)
     if not snap.records:
         raise InputError(f"{where}: no usable OSV records"
