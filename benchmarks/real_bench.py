@@ -1,7 +1,8 @@
 """The benchmark on real vLLM code: every figure of issue 16 as a ratio to whole-tree bandit.
 
     python benchmarks/real_bench.py [--case benchmarks/work/real-bench] [--runs 1]
-                                    [--only auditor|baselines|rules] [--rewrite]
+                                    [--only auditor|baselines|rules|rules-whole]
+                                    [--rewrite]
 
 The case is built by benchmarks/real_bench_case.py (two official vLLM wheels from the package
 index: the older release's Python tree as upstream, the real changes to the newer one split into
@@ -14,7 +15,8 @@ RSS) and the 1-minute load average just before each run:
 - the yardstick, whole-tree ``bandit -r`` (all its tests, as a user would run it), and plain
   whole-tree ``semgrep`` with the shipped rules (slow: ``--only baselines``, kept in samples.json);
 - ``semgrep --time --json`` with the shipped rules over the files the series changes: matching
-  time per rule (``--only rules``).
+  time per rule (``--only rules``), staged and gated as the scan does it; ``--only rules-whole``
+  does the same over every Python file of the tree (slow).
 
 Every figure is kept in ``<case>/../real-samples.json``; ``--only auditor`` re-measures the
 auditor and reuses the rest. Writes the "Real vLLM code" section of benchmarks/RESULTS.md (the
@@ -135,35 +137,43 @@ def rule_times(doc: dict) -> tuple[dict[str, float], float, float]:
     return dict(per), sum(per.values()), parse
 
 
-def measure_rules(case: Path, work: Path, store_rules: Path) -> None:
-    changed = [p for p in (case / "changed.txt").read_text().split() if p]
+def measure_rules(case: Path, work: Path, store_rules: Path, *, whole: bool = False) -> None:
+    """``semgrep --time`` with the rules and the staging the scan uses (files grouped by the
+    prefilters that admit them, each gated rule limited to its folders), over the changed files
+    or (``whole``) every Python file of the tree."""
+    tree = case / "tree" / "vllm"
+    if whole:
+        changed = sorted(p.relative_to(tree).as_posix() for p in tree.rglob("*.py"))
+    else:
+        changed = [p for p in (case / "changed.txt").read_text().split() if p]
     home = work / "semgrep-home"
     home.mkdir(parents=True, exist_ok=True)
-    out = work / "semgrep-changed-time.json"
-    # the rules as the scan gives them to semgrep: one JSON document, each prefiltered rule
-    # limited to the files that can match it (auditor.scan.semgrep.gated_rules)
+    out = work / ("semgrep-whole-time.json" if whole else "semgrep-changed-time.json")
     from auditor.scan import rules as rules_mod
     from auditor.scan.interface import Origin, ScanTarget
-    from auditor.scan.semgrep import gated_rules
+    from auditor.scan.semgrep import gated_rules, stage_by_gates
 
-    tree = case / "tree" / "vllm"
-    staged = {}
+    meta = rules_mod.load_rule_meta()
+    targets = []
     for rel in changed:
         text = (tree / rel).read_text(encoding="utf-8", errors="replace")
-        staged[rel] = ScanTarget(key=rel, path=rel, origin=Origin.BUNDLE, sha256="",
-                                 family="python" if rel.endswith(".py") else None, text=text)
+        targets.append(ScanTarget(key=rel, path=rel, origin=Origin.BUNDLE, sha256="",
+                                  family="python" if rel.endswith(".py") else None, text=text))
+    root = work / ("staged-whole" if whole else "staged")
+    shutil.rmtree(root, ignore_errors=True)
+    staged = stage_by_gates(targets, root, lambda t: t.text, meta)
     combined = rules_mod.combined_rules_json()
     config = work / "rules-gated.json"
     if combined is None:
         config = ROOT / "policies/semgrep/rules"
     else:
-        config.write_text(json.dumps(gated_rules(json.loads(combined), rules_mod.load_rule_meta(),
-                                                 staged)), encoding="utf-8")
+        config.write_text(json.dumps(gated_rules(json.loads(combined), meta, staged)),
+                          encoding="utf-8")
     sample = measure([str(BIN / "semgrep"), "scan", "--config", str(config),
                       "--metrics=off", "--json", "--time", "-o", str(out), "--no-git-ignore",
                       "--x-ignore-semgrepignore-files", "--disable-nosem", "--max-target-bytes=0",
-                      "--timeout=0", "-j", "1", *changed],
-                     env={"HOME": str(home)}, cwd=tree)
+                      "--timeout=0", "-j", "1", *sorted(staged)],
+                     env={"HOME": str(home)}, cwd=root)
     doc = json.loads(out.read_text())
     per, total, parse = rule_times(doc)
     data = {"sample": sample.__dict__, "files": len(changed), "matching": total, "parsing": parse,
@@ -172,11 +182,35 @@ def measure_rules(case: Path, work: Path, store_rules: Path) -> None:
             "fixpoint_timeouts": len(doc["time"].get("fixpoint_timeouts") or [])}
     store_rules.write_text(json.dumps(data, indent=1))
     top = max(per.values()) / total if total else 0
-    print(f"semgrep --time over {len(changed)} changed files: {sample.wall:.1f} s wall, "
+    print(f"semgrep --time over {len(changed)} files: {sample.wall:.1f} s wall, "
           f"{sample.cpu:.1f} s CPU, matching {total:.1f} s, top rule {top:.0%}", flush=True)
 
 
-def write_section(case: Path, results: dict[str, Sample], rules: dict | None, runs: int) -> None:
+def rules_table(rules: dict, what: str) -> list[str]:
+    """The per-rule table of one ``measure_rules`` run."""
+    from auditor.scan.rules import canonical_rule_id
+
+    per = {canonical_rule_id(k) or k: v for k, v in rules["per_rule"].items()}
+    total = rules["matching"]
+    s = rules["sample"]
+    lines = ["", f"### `semgrep --time` per rule over {what}, the rules and the staging as the "
+                 "scan gives them to semgrep (prefilters applied)", "",
+             f"`semgrep scan --config rules-gated.json --time --json -j 1 --timeout=0 "
+             f"...` (taken {s['when']} UTC, load {s['load']:.1f}): {s['wall']:.1f} s wall, "
+             f"{s['cpu']:.1f} s CPU; matching {total:.1f} s, parsing {rules['parsing']:.1f} s;"
+             f" {rules['results']} results, {rules['errors']} errors, "
+             f"{rules['fixpoint_timeouts']} taint fixpoint timeouts.", "",
+             "| rule | matching (s) | share |", "|---|---:|---:|"]
+    for rule, v in sorted(per.items(), key=lambda kv: -kv[1])[:15]:
+        flag = " **over 10 %**" if v / total > RULE_SHARE_MAX else ""
+        lines.append(f"| {rule} | {v:.2f} | {v / total:.1%}{flag} |")
+    lines.append(f"| (the other {max(0, len(per) - 15)} rules) | "
+                 f"{sum(sorted(per.values())[:-15]):.2f} | |")
+    return lines
+
+
+def write_section(case: Path, results: dict[str, Sample], rules: dict | None,
+                  rules_whole: dict | None, runs: int) -> None:
     bandit = results.get(YARDSTICK)
     lines = [
         BEGIN, "## Real vLLM code (issue 16)", "",
@@ -215,25 +249,9 @@ def write_section(case: Path, results: dict[str, Sample], rules: dict | None, ru
         lines += ["", f"Peak RSS of auditor runs: {max(peaks):.0f} MiB (target < 1024 MiB: "
                       f"{'met' if max(peaks) < 1024 else 'missed'})."]
     if rules:
-        from auditor.scan.rules import canonical_rule_id
-
-        per = {canonical_rule_id(k) or k: v for k, v in rules["per_rule"].items()}
-        total = rules["matching"]
-        s = rules["sample"]
-        lines += ["", f"### `semgrep --time` per rule over the {rules['files']} files the series "
-                      "changes, the rules as the scan gives them to semgrep (prefilters applied)",
-                  "",
-                  f"`semgrep scan --config rules-gated.json --time --json -j 1 --timeout=0 "
-                  f"...` (taken {s['when']} UTC, load {s['load']:.1f}): {s['wall']:.1f} s wall, "
-                  f"{s['cpu']:.1f} s CPU; matching {total:.1f} s, parsing {rules['parsing']:.1f} s;"
-                  f" {rules['results']} results, {rules['errors']} errors, "
-                  f"{rules['fixpoint_timeouts']} taint fixpoint timeouts.", "",
-                  "| rule | matching (s) | share |", "|---|---:|---:|"]
-        for rule, v in sorted(per.items(), key=lambda kv: -kv[1])[:15]:
-            flag = " **over 10 %**" if v / total > RULE_SHARE_MAX else ""
-            lines.append(f"| {rule} | {v:.2f} | {v / total:.1%}{flag} |")
-        lines.append(f"| (the other {max(0, len(per) - 15)} rules) | "
-                     f"{sum(sorted(per.values())[:-15]):.2f} | |")
+        lines += rules_table(rules, f"the {rules['files']} files the series changes")
+    if rules_whole:
+        lines += rules_table(rules_whole, f"the whole tree ({rules_whole['files']} Python files)")
     lines.append(END)
     out = HERE / "RESULTS.md"
     text = out.read_text(encoding="utf-8") if out.is_file() else "# Benchmark results\n"
@@ -250,7 +268,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--case", type=Path, default=HERE / "work" / "real-bench")
     ap.add_argument("--runs", type=int, default=1)
-    ap.add_argument("--only", choices=("auditor", "baselines", "rules"))
+    ap.add_argument("--only", choices=("auditor", "baselines", "rules", "rules-whole"))
     ap.add_argument("--rewrite", action="store_true", help="measure nothing; rewrite RESULTS.md")
     args = ap.parse_args()
     case: Path = args.case.resolve()
@@ -259,6 +277,7 @@ def main() -> None:
                        check=True)
     store = case.parent / "real-samples.json"
     store_rules = case.parent / "real-rules.json"
+    store_whole = case.parent / "real-rules-whole.json"
     results: dict[str, Sample] = {}
     if store.is_file():
         results = {k: Sample(**v) for k, v in json.loads(store.read_text()).items()}
@@ -273,8 +292,11 @@ def main() -> None:
             measure_auditor(case, work, args.runs, results, store)
         if args.only in (None, "rules"):
             measure_rules(case, work, store_rules)
+        if args.only == "rules-whole":
+            measure_rules(case, work, store_whole, whole=True)
     rules = json.loads(store_rules.read_text()) if store_rules.is_file() else None
-    write_section(case, results, rules, args.runs)
+    whole = json.loads(store_whole.read_text()) if store_whole.is_file() else None
+    write_section(case, results, rules, whole, args.runs)
 
 
 if __name__ == "__main__":

@@ -31,7 +31,7 @@ from auditor.scan.interface import (
     ScanTarget,
     all_failed,
 )
-from auditor.scan.prefilter import Prefilter
+from auditor.scan.prefilter import Prefilter, include_cover, signature
 from auditor.scan.rules import RuleMeta
 from auditor.scan.staging import stage
 from auditor.scan.tools import ExternalTool, sealed_env
@@ -114,7 +114,7 @@ class SemgrepScanner(ExternalTool, Scanner):
             return ScannerRun(findings={}, errors={})
         errors: dict[str, FileError] = {}
         root = workdir / "semgrep"
-        staged = stage(files, root / "t", self._transform)
+        staged = stage_by_gates(files, root / "t", self._transform, self.meta)
         targets = sorted(staged)
         if sum(len(t) + 1 for t in targets) > _ARGV_BUDGET:
             targets = sorted({t.split("/", 1)[0] for t in staged})
@@ -245,15 +245,17 @@ def gated_rules(doc: Mapping[str, Any], meta: Mapping[str, RuleMeta],
     """The rules document with each prefiltered rule limited to the staged files it can match.
 
     A rule whose prefilter admits every file is left as it is; one that admits none is left out
-    (it could not report anything); otherwise it gets ``paths.include`` with exactly the admitted
-    files, anchored at the staging root. A rule that already has ``paths``, or a file name that
-    would need escaping in a path pattern, leaves the rule ungated: the pre-pass only ever saves
-    time, it never decides what is checked. Semgrep's front end matches every include pattern
+    (it could not report anything); otherwise it gets ``paths.include`` naming exactly the
+    admitted files, anchored at the staging root (whole folders where every file of its
+    languages is admitted: :func:`~auditor.scan.prefilter.include_cover`). A rule that already
+    has ``paths``, or a file name that would need escaping in a path pattern, leaves the rule
+    ungated: the pre-pass only ever saves time, it never decides what is checked. Semgrep's front end matches every include pattern
     against every target (in Python), so at most ``_INCLUDE_BUDGET`` patterns are written, for
-    the rules that admit the fewest files; the others run ungated.
+    the rules that need the fewest; the others run ungated. Staged by :func:`stage_by_gates`,
+    each rule needs at most one pattern per folder.
     """
     rules: list[Any] = []
-    gated: dict[int, list[str]] = {}  # index in rules -> admitted files
+    gated: dict[int, list[str]] = {}  # index in rules -> include patterns
     for raw in doc.get("rules") or []:
         rid = raw.get("id") if isinstance(raw, dict) else None
         m = meta.get(rid) if isinstance(rid, str) else None
@@ -271,11 +273,27 @@ def gated_rules(doc: Mapping[str, Any], meta: Mapping[str, RuleMeta],
         if not keep:
             continue  # it could not report anything
         if len(keep) < len(mine):
-            gated[len(rules)] = keep
+            gated[len(rules)] = include_cover(keep, mine)
         rules.append(raw)
     budget = _INCLUDE_BUDGET
-    for i, keep in sorted(gated.items(), key=lambda kv: len(kv[1])):
-        if len(keep) <= budget:
-            budget -= len(keep)
-            rules[i] = {**rules[i], "paths": {"include": [f"/{rel}" for rel in keep]}}
+    for i, patterns in sorted(gated.items(), key=lambda kv: len(kv[1])):
+        if len(patterns) <= budget:
+            budget -= len(patterns)
+            rules[i] = {**rules[i], "paths": {"include": patterns}}
     return {**doc, "rules": rules}
+
+
+def stage_by_gates(files: Sequence[ScanTarget], root: Path, transform: Callable[[ScanTarget], str],
+                   meta: Mapping[str, RuleMeta]) -> dict[str, ScanTarget]:
+    """:func:`~auditor.scan.staging.stage`, with the files grouped in folders ``g<mask>`` by
+    which prefiltered rules admit them (:func:`~auditor.scan.prefilter.signature`), so that
+    :func:`gated_rules` can name a few folders instead of hundreds of files."""
+    prefilters = [Prefilter(m.prefilter) for _, m in sorted(meta.items()) if m.prefilter]
+    groups: dict[int, list[ScanTarget]] = {}
+    for t in files:
+        groups.setdefault(signature(t.text, prefilters) if prefilters else 0, []).append(t)
+    out: dict[str, ScanTarget] = {}
+    for mask, group in sorted(groups.items()):
+        out.update({f"g{mask}/{rel}": t for rel, t in stage(group, root / f"g{mask}",
+                                                              transform).items()})
+    return out

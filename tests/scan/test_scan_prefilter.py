@@ -110,3 +110,36 @@ def test_auditor_semgrep_with_prefilters_finds_every_fixture_line(tmp_path: Path
                     assert any(r == rid and ln in (n, n + 1) for r, ln in found), (t.path, n, rid)
     assert not any(re.match(r"^(\w|-)+\.python\.", f.rule)
                    for f in run.findings["b:plain/maths.py"])
+
+
+def test_include_cover_names_whole_folders_only_when_every_candidate_is_kept() -> None:
+    from auditor.scan.prefilter import include_cover
+
+    cands = ["g1/b/a.py", "g1/b/x/c.py", "g2/b/d.py", "g2/b/e.py", "top.py"]
+    assert include_cover(["g1/b/a.py", "g1/b/x/c.py", "top.py"], cands) == ["/g1/", "/top.py"]
+    assert include_cover(["g1/b/a.py", "g2/b/d.py"], cands) == ["/g1/b/a.py", "/g2/b/d.py"]
+    assert include_cover(["g1/b/x/c.py", "g2/b/d.py", "g2/b/e.py"], cands) == [
+        "/g1/b/x/", "/g2/"]
+    assert include_cover([], cands) == []
+
+
+def test_staging_by_gates_lets_each_gated_rule_name_folders(tmp_path: Path) -> None:
+    """Files are staged in one folder per set of prefiltered rules that admit them; a gated rule
+    then lists folders (a few patterns, not one per file: semgrep's front end matches each
+    pattern against every target in Python), and still exactly the files it admits."""
+    from auditor.scan.semgrep import stage_by_gates
+
+    meta = rules_mod.load_rule_meta()
+    texts = {"vllm/chan.py": "import pickle\nd = pickle.loads(s.recv(9))\n",
+             "vllm/chan2.py": "import pickle\nd = pickle.loads(sock.recv(4))\n",
+             "vllm/plain.py": "x = 1\n", "vllm/plain2.py": "y = 2\n"}
+    staged = stage_by_gates([target(rel, text) for rel, text in texts.items()],
+                            tmp_path, lambda t: t.text, meta)
+    assert len(staged) == 4 and all((tmp_path / rel).is_file() for rel in staged)
+    assert len({rel.split("/")[0] for rel in staged}) == 2  # two admission sets, two folders
+    rid = "unsafe-deserialization.python.untrusted-channel"
+    doc = {"rules": [{"id": rid, "languages": ["python"], "mode": "taint"}]}
+    include = gated_rules(doc, meta, staged)["rules"][0]["paths"]["include"]
+    assert len(include) == 1 and include[0].endswith("/")
+    covered = {rel for rel in staged if f"/{rel}".startswith(include[0])}
+    assert {staged[rel].path for rel in covered} == {"vllm/chan.py", "vllm/chan2.py"}
