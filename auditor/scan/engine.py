@@ -48,6 +48,7 @@ from auditor.scan.interface import (
 )
 from auditor.scan.merge import merge_same_concern
 from auditor.scan.scope import attribute, changed_paths, read_blobs, upstream_blobs
+from auditor.scan.slicing import SliceTally, slice_targets
 from auditor.scan.sources import SourceJudge, upstream_sources
 from auditor.textsafe import redact
 
@@ -67,6 +68,8 @@ class ScanConfig:
     jobs: int = 2
     today: dt.date | None = None
     package_indexes: tuple[str, ...] = ()  # the engine profile's known package sources
+    # diff scope: modified Python files scanned as slices (auditor.scan.slicing)
+    slice_diff: bool = True
 
 
 @dataclass
@@ -137,6 +140,15 @@ def run_scan(ws: Workspace, scanners: Sequence[Scanner], config: ScanConfig, wor
         if t.derived:
             owner[t.key] = owner[t.key.rsplit("#", 1)[0]]
     try:
+        sliced = SliceTally()
+        if config.scope is Scope.DIFF and config.slice_diff:  # untouched functions left out
+
+            def series_lines(ts: Sequence[ScanTarget]) -> dict[str, set[int]]:
+                blame(ts)
+                return {t.key: {n for n, o in enumerate(pending[t.path].result(), start=1)
+                                if o is not None} for t in ts}
+
+            targets, sliced = slice_targets(targets, lambda t: t.path in upstream, series_lines)
         tally = _Tally()
         versions: dict[str, str] = {}
         results = _run_scanners(scanners, targets, config, workdir, tally, versions,
@@ -233,7 +245,7 @@ def run_scan(ws: Workspace, scanners: Sequence[Scanner], config: ScanConfig, wor
         # which rule sets read each scanned file (auditor.scan.coverage)
         "coverage": {p: list(labels) for p, labels in sorted(judged.coverage.items())},
         "uncovered": list(judged.uncovered),
-        "notes": list(judged.notes),
+        "notes": list(judged.notes) + sliced.notes(),
     }
     return StageResult(name="scan", status=status_for(findings, nc_lines, ()), details=details,
                        findings=tuple(findings), not_checked=nc_lines)
