@@ -18,8 +18,10 @@ What in a function body reaches *other* functions is kept too:
 
 - import statements (semgrep and bandit both resolve an alias imported inside one function in the
   functions after it, measured): each stays on its own line, at the body's indentation;
-- a function that declares ``global``/``nonlocal`` (semgrep then stops treating the module-level
-  name as a constant, measured) or binds a name the module also binds is kept whole.
+- a function that declares ``global``/``nonlocal`` is kept whole (semgrep then stops treating the
+  module-level name as a constant, measured). A plain local of the same name as a module-level
+  one does not change semgrep's constants (measured), and bandit carries nothing but imports from
+  one function to the next.
 
 A file is scanned whole (not sliced) when it does not parse as Python 3 here, has a line break
 other than ``\\n``/``\\r\\n`` (the scanners would count lines differently) or a bidirectional
@@ -47,6 +49,8 @@ _ODD_BREAK = re.compile("\r(?!\n)|[\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
 # bidirectional control characters (bandit B613 reports only the first in a file)
 _BIDI = re.compile("[\u202a-\u202e\u2066-\u2069\u200f]")
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_SCOPE_WORDS = re.compile(r"\b(?:global|nonlocal)\b")
+_IMPORT_WORD = re.compile(r"\bimport\b")
 _COMPOUND_FIELDS = ("body", "orelse", "finalbody", "handlers", "cases")
 
 
@@ -119,9 +123,7 @@ def slice_python(text: str, changed: AbstractSet[int]) -> Slice | None:
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     lines = text.split("\n")
-    module_names = set(_scope_bindings(tree.body))
-    elided = [f for f in _functions(tree.body)
-              if not _near(f, changed) and _elidable(f, lines, module_names)]
+    elided = [f for f in _functions(tree.body) if not _near(f, changed) and _elidable(f, lines)]
     out = list(lines)
     left_out = functions = 0
     for f in elided:
@@ -154,7 +156,7 @@ def _functions(stmts: Sequence[ast.stmt]) -> Iterator[ast.FunctionDef | ast.Asyn
 
 def _span(f: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[int, int]:
     start = min([f.lineno, *(d.lineno for d in f.decorator_list)])
-    return start, f.end_lineno or f.lineno
+    return start, _end(f)
 
 
 def _near(f: ast.FunctionDef | ast.AsyncFunctionDef, changed: AbstractSet[int]) -> bool:
@@ -163,69 +165,17 @@ def _near(f: ast.FunctionDef | ast.AsyncFunctionDef, changed: AbstractSet[int]) 
     return any(n in changed for n in range(start - 1, end + 2))
 
 
-def _scope_bindings(stmts: Sequence[ast.stmt]) -> Iterator[str]:
-    """Names bound in the scope these statements run in (module or class), not in functions."""
-    for s in stmts:
-        if isinstance(s, (*_FUNCTIONS, ast.ClassDef)):
-            yield s.name
-            continue
-        if isinstance(s, (ast.Import, ast.ImportFrom)):
-            yield from _import_names(s)
-            continue
-        yield from _bound_names(s)
-
-
-def _import_names(s: ast.Import | ast.ImportFrom) -> Iterator[str]:
-    for alias in s.names:
-        yield alias.asname or alias.name.split(".", 1)[0]
-
-
-def _bound_names(node: ast.AST) -> Iterator[str]:
-    """Names a statement binds in its own scope (stores, deletes, definitions, ``except ... as``,
-    ``match`` captures); imports are left to the caller, function and class bodies are not
-    entered."""
-    stack: list[ast.AST] = [node]
-    while stack:
-        n = stack.pop()
-        if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
-            yield n.id
-        elif isinstance(n, (*_FUNCTIONS, ast.ClassDef)) and n is not node:
-            yield n.name
-            stack.extend(getattr(n, "decorator_list", []))
-            continue
-        elif isinstance(n, ast.ExceptHandler) and n.name:
-            yield n.name
-        elif isinstance(n, (ast.MatchAs, ast.MatchStar)) and n.name:
-            yield n.name
-        elif isinstance(n, ast.MatchMapping) and n.rest:
-            yield n.rest
-        stack.extend(ast.iter_child_nodes(n))
-
-
-def _elidable(f: ast.FunctionDef | ast.AsyncFunctionDef, lines: Sequence[str],
-              module_names: AbstractSet[str]) -> bool:
-    """Whether the body can be left out: it starts on a line of its own, declares no
-    ``global``/``nonlocal`` and binds no name the module binds (imports aside: they are kept)."""
+def _elidable(f: ast.FunctionDef | ast.AsyncFunctionDef, lines: Sequence[str]) -> bool:
+    """Whether the body can be left out: it starts on a line of its own and declares no
+    ``global``/``nonlocal`` (a word test on its lines: a comment or string only keeps more)."""
     first = f.body[0]
     if not _blank(_prefix(lines[first.lineno - 1], first.col_offset)):
         return False
-    for stmt in f.body:
-        for n in ast.walk(stmt):
-            if isinstance(n, ast.Name):
-                name: str | None = n.id if not isinstance(n.ctx, ast.Load) else None
-            elif isinstance(n, (ast.Global, ast.Nonlocal)):
-                return False
-            elif isinstance(n, (*_FUNCTIONS, ast.ClassDef)):
-                name = n.name
-            elif isinstance(n, (ast.ExceptHandler, ast.MatchAs, ast.MatchStar)):
-                name = n.name
-            elif isinstance(n, ast.MatchMapping):
-                name = n.rest
-            else:
-                continue
-            if name is not None and name in module_names:
-                return False
-    return True
+    return not any(_SCOPE_WORDS.search(lines[n - 1]) for n in range(first.lineno, _end(f) + 1))
+
+
+def _end(f: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
+    return f.end_lineno or f.body[-1].lineno
 
 
 def _prefix(line: str, col_offset: int) -> str:
@@ -250,9 +200,10 @@ def _imports(stmts: Iterable[ast.stmt]) -> dict[int, list[str]]:
 def _elide(f: ast.FunctionDef | ast.AsyncFunctionDef, lines: Sequence[str],
            out: list[str]) -> int:
     """Replace the body's lines in ``out``; returns how many non-blank lines were left out."""
-    first, end = f.body[0].lineno, f.end_lineno or f.body[-1].lineno
+    first, end = f.body[0].lineno, _end(f)
     indent = _prefix(lines[first - 1], f.body[0].col_offset)
-    imports = _imports(f.body)
+    has_import = any(_IMPORT_WORD.search(lines[n - 1]) for n in range(first, end + 1))
+    imports = _imports(f.body) if has_import else {}
     for n in range(first, end + 1):
         cr = "\r" if lines[n - 1].endswith("\r") else ""
         if n in imports:
