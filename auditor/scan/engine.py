@@ -48,7 +48,7 @@ from auditor.scan.interface import (
 )
 from auditor.scan.merge import merge_same_concern
 from auditor.scan.scope import attribute, changed_paths, read_blobs, upstream_blobs
-from auditor.scan.slicing import SliceTally, slice_targets
+from auditor.scan.slicing import SliceCache, SliceTally, blame_identity, slice_targets
 from auditor.scan.sources import SourceJudge, upstream_sources
 from auditor.textsafe import redact
 
@@ -148,7 +148,10 @@ def run_scan(ws: Workspace, scanners: Sequence[Scanner], config: ScanConfig, wor
                 return {t.key: {n for n, o in enumerate(pending[t.path].result(), start=1)
                                 if o is not None} for t in ts}
 
-            targets, sliced = slice_targets(targets, lambda t: t.path in upstream, series_lines)
+            slices = (SliceCache(config.cache_dir, blame_identity(ws))
+                      if config.cache_dir is not None else None)
+            targets, sliced = slice_targets(targets, lambda t: t.path in upstream, series_lines,
+                                            slices)
         tally = _Tally()
         versions: dict[str, str] = {}
         results = _run_scanners(scanners, targets, config, workdir, tally, versions,

@@ -34,21 +34,32 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import json
+import os
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, replace
+from pathlib import Path
 
+from auditor.fsutil import atomic_write_text
+from auditor.gitio import Git
+from auditor.model import Workspace
 from auditor.scan.interface import Origin, ScanTarget
 
-#: part of the cache identity of everything derived from a slice (bump when the slice changes)
-SLICER_VERSION = "1"
+SLICE_CACHE_SCHEMA = "auditor/slice-cache/v1"
+# git's own settings that can change what blame says about the same commits
+_BLAME_ENV = ("GIT_REPLACE_REF_BASE", "GIT_NO_REPLACE_OBJECTS", "GIT_GRAFT_FILE",
+              "GIT_SHALLOW_FILE", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM", "GIT_CONFIG_NOSYSTEM",
+              "GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT", "GIT_ATTR_NOSYSTEM", "HOME",
+              "XDG_CONFIG_HOME")
 
 # line breaks other than "\n" and "\r\n" that Python, semgrep or bandit might count
 _ODD_BREAK = re.compile("\r(?!\n)|[\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
 # bidirectional control characters (bandit B613 reports only the first in a file)
 _BIDI = re.compile("[\u202a-\u202e\u2066-\u2069\u200f]")
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_SOURCE_DIGEST = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]
 _SCOPE_WORDS = re.compile(r"\b(?:global|nonlocal)\b")
 _IMPORT_WORD = re.compile(r"\bimport\b")
 _COMPOUND_FIELDS = ("body", "orelse", "finalbody", "handlers", "cases")
@@ -71,6 +82,7 @@ class SliceTally:
     functions: int = 0
     lines: int = 0
     of_lines: int = 0  # non-blank lines of the files sliced
+    cached: int = 0  # slices taken from the slice cache (no blame needed for them)
 
     def notes(self) -> list[str]:
         if not self.files:
@@ -87,20 +99,106 @@ def sliceable(t: ScanTarget) -> bool:
             and not t.superseded)
 
 
+class SliceCache:
+    """Slices by (path, file sha256, series identity): a warm run needs no blame to find them.
+
+    The series identity (:func:`blame_identity`) names everything blame's answer depends on; an
+    entry is a JSON file holding the replaced lines (or that the file is scanned whole).
+    Unreadable entries are misses; a cache that cannot be written only costs speed."""
+
+    def __init__(self, root: Path, series: str) -> None:
+        self.root = root / "slice"
+        self.series = series
+
+    def _file(self, t: ScanTarget) -> tuple[Path, str]:
+        raw = json.dumps([SLICE_CACHE_SCHEMA, _SOURCE_DIGEST, self.series, t.path, t.sha256])
+        key = hashlib.sha256(raw.encode()).hexdigest()
+        return self.root / key[:2] / f"{key}.json", key
+
+    def get(self, t: ScanTarget) -> tuple[bool, Slice | None]:
+        """(found, the slice or None for "scan it whole")."""
+        path, key = self._file(t)
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            if data.get("key") != key:
+                return False, None
+            if data.get("whole"):
+                return True, None
+            lines = t.text.split("\n")
+            for n, text in data["edits"]:
+                if not 1 <= int(n) <= len(lines):
+                    return False, None
+                lines[int(n) - 1] = str(text)
+            return True, Slice("\n".join(lines), int(data["functions"]), int(data["lines"]))
+        except (OSError, ValueError, KeyError, TypeError):
+            return False, None
+
+    def put(self, t: ScanTarget, s: Slice | None) -> None:
+        path, key = self._file(t)
+        doc: dict[str, object] = {"key": key, "whole": s is None}
+        if s is not None:
+            old = t.text.split("\n")
+            doc.update(functions=s.functions, lines=s.lines,
+                       edits=[[n, line] for n, line in enumerate(s.text.split("\n"), start=1)
+                              if line != old[n - 1]])
+        try:
+            atomic_write_text(path, json.dumps(doc, separators=(",", ":")), mode=0o600)
+        except OSError:
+            pass
+
+
+def blame_identity(ws: Workspace) -> str:
+    """What blame over the series says depends on: the two commits, the patches repository's
+    replace refs, grafts, shallow file, attributes and configuration (the repository's, the
+    user's), git's environment and version. Two runs with the same identity blame alike."""
+    git = Git(ws.patches_repo)
+    parts: list[object] = [ws.upstream_commit, ws.head_commit,
+                           git.out("--version"), git.out("for-each-ref", "refs/replace/"),
+                           {k: os.environ.get(k) for k in _BLAME_ENV}]
+    dirs = {git.out("rev-parse", "--absolute-git-dir")}
+    common = git.out("rev-parse", "--git-common-dir")
+    dirs.add(str(Path(ws.patches_repo, common)) if not os.path.isabs(common) else common)
+    home = Path(os.environ.get("HOME", "/nonexistent"))
+    xdg = Path(os.environ.get("XDG_CONFIG_HOME") or home / ".config")
+    files = [Path(d, name) for d in sorted(dirs)
+             for name in ("config", "config.worktree", "info/grafts", "info/attributes",
+                          "shallow")]
+    files += [home / ".gitconfig", xdg / "git" / "config", xdg / "git" / "attributes"]
+    for f in files:
+        try:
+            parts.append([str(f), hashlib.sha256(f.read_bytes()).hexdigest()])
+        except OSError as exc:
+            parts.append([str(f), exc.errno])
+    return hashlib.sha256(json.dumps(parts, default=str).encode()).hexdigest()
+
+
 def slice_targets(targets: Sequence[ScanTarget], modified: Callable[[ScanTarget], bool],
-                  changed_lines: Callable[[Sequence[ScanTarget]], Mapping[str, AbstractSet[int]]]
-                  ) -> tuple[list[ScanTarget], SliceTally]:
+                  changed_lines: Callable[[Sequence[ScanTarget]], Mapping[str, AbstractSet[int]]],
+                  cache: SliceCache | None = None) -> tuple[list[ScanTarget], SliceTally]:
     """``targets`` with each sliceable target of a ``modified`` file (one upstream also has)
-    replaced by its slice; ``changed_lines(targets)`` gives the changed lines by target key. A
-    slice's ``sha256`` is its own text's, so the scan cache keys on the sliced content."""
+    replaced by its slice; ``changed_lines(targets)`` gives the changed lines by target key (it
+    is asked only about the targets ``cache`` does not hold). A slice's ``sha256`` is its own
+    text's, so the scan cache keys on the sliced content."""
     wanted = [t for t in targets if sliceable(t) and modified(t)]
     if not wanted:
         return list(targets), SliceTally()
-    changed = changed_lines(wanted)
+    slices: dict[str, Slice | None] = {}
+    if cache is not None:
+        for t in wanted:
+            found, s = cache.get(t)
+            if found:
+                slices[t.key] = s
+    cached = len(slices)
+    need = [t for t in wanted if t.key not in slices]
+    changed = changed_lines(need) if need else {}
+    for t in need:
+        slices[t.key] = slice_python(t.text, changed[t.key])
+        if cache is not None:
+            cache.put(t, slices[t.key])
     out: list[ScanTarget] = []
     files = functions = lines = of_lines = 0
     for t in targets:
-        s = slice_python(t.text, changed[t.key]) if t.key in changed else None
+        s = slices.get(t.key)
         if s is None:
             out.append(t)
             continue
@@ -110,7 +208,7 @@ def slice_targets(targets: Sequence[ScanTarget], modified: Callable[[ScanTarget]
         of_lines += sum(1 for line in t.text.split("\n") if line.strip())
         out.append(replace(t, text=s.text,
                            sha256=hashlib.sha256(s.text.encode("utf-8")).hexdigest()))
-    return out, SliceTally(files, functions, lines, of_lines)
+    return out, SliceTally(files, functions, lines, of_lines, cached)
 
 
 def slice_python(text: str, changed: AbstractSet[int]) -> Slice | None:

@@ -377,3 +377,45 @@ def test_demo_diff_scope_is_the_same_sliced_and_whole(tmp_path: Path) -> None:
     whole, _ = engine_findings(ws, tmp_path / "w", sliced=False)
     cut, _notes = engine_findings(ws, tmp_path / "s", sliced=True)
     assert whole and sorted(map(key, cut)) == sorted(map(key, whole))
+
+
+# ---------------------------------------------------------------- the slice cache
+
+
+def test_the_slice_cache_gives_back_the_slice_without_asking_blame(tmp_path: Path) -> None:
+    t = target("vllm/x.py", CROSS_FUNCTION)
+    whole = target("vllm/y.py", "x = 1\n")
+    cache = slicing.SliceCache(tmp_path, "series-a")
+    first, tally = slicing.slice_targets([t, whole], lambda _t: True,
+                                         lambda ts: {x.key: {1} for x in ts}, cache)
+    assert tally.files == 1 and tally.cached == 0
+
+    def no_blame(ts: object) -> dict[str, set[int]]:
+        raise AssertionError(f"blame asked about {ts}")
+
+    again, warm = slicing.slice_targets([t, whole], lambda _t: True, no_blame, cache)
+    assert [x.text for x in again] == [x.text for x in first] and again[1] is whole
+    assert warm.cached == 2 and warm.files == 1 and warm.lines == tally.lines
+    # another series (or a changed repository) is another identity: blame is asked again
+    asked: list[str] = []
+
+    def blame(ts: list[ScanTarget]) -> dict[str, set[int]]:
+        asked.extend(x.key for x in ts)
+        return {x.key: set() for x in ts}
+
+    slicing.slice_targets([t], lambda _t: True, blame, slicing.SliceCache(tmp_path, "series-b"))
+    assert asked == [t.key]
+
+
+def test_the_blame_identity_names_replace_refs_and_configuration(tmp_path: Path) -> None:
+    repo = GitRepo(tmp_path / "repo")
+    up = repo.commit("one", files={"a.py": "x = 1\n"})
+    head = repo.commit("two", files={"a.py": "x = 2\n"})
+    ws = workspace(repo, up, head, tmp_path)
+    first = slicing.blame_identity(ws)
+    assert slicing.blame_identity(ws) == first
+    repo.git("replace", "--graft", head)  # a replace ref: history now reads differently
+    second = slicing.blame_identity(ws)
+    assert second != first
+    repo.git("config", "blame.ignoreRevsFile", ".ignore-revs")
+    assert slicing.blame_identity(ws) != second
