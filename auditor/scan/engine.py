@@ -48,7 +48,7 @@ from auditor.scan.interface import (
 )
 from auditor.scan.merge import merge_same_concern
 from auditor.scan.scope import attribute, changed_paths, read_blobs, upstream_blobs
-from auditor.scan.slicing import SliceCache, SliceTally, blame_identity, slice_targets
+from auditor.scan.slicing import SliceTally, slice_cache, slice_targets
 from auditor.scan.sources import SourceJudge, upstream_sources
 from auditor.textsafe import redact
 
@@ -140,18 +140,7 @@ def run_scan(ws: Workspace, scanners: Sequence[Scanner], config: ScanConfig, wor
         if t.derived:
             owner[t.key] = owner[t.key.rsplit("#", 1)[0]]
     try:
-        sliced = SliceTally()
-        if config.scope is Scope.DIFF and config.slice_diff:  # untouched functions left out
-
-            def series_lines(ts: Sequence[ScanTarget]) -> dict[str, set[int]]:
-                blame(ts)
-                return {t.key: {n for n, o in enumerate(pending[t.path].result(), start=1)
-                                if o is not None} for t in ts}
-
-            slices = (SliceCache(config.cache_dir, blame_identity(ws))
-                      if config.cache_dir is not None else None)
-            targets, sliced = slice_targets(targets, lambda t: t.path in upstream, series_lines,
-                                            slices)
+        targets, sliced = _slice_for_diff(ws, targets, set(upstream), config, blame, pending)
         tally = _Tally()
         versions: dict[str, str] = {}
         results = _run_scanners(scanners, targets, config, workdir, tally, versions,
@@ -252,6 +241,24 @@ def run_scan(ws: Workspace, scanners: Sequence[Scanner], config: ScanConfig, wor
     }
     return StageResult(name="scan", status=status_for(findings, nc_lines, ()), details=details,
                        findings=tuple(findings), not_checked=nc_lines)
+
+
+def _slice_for_diff(ws: Workspace, targets: list[ScanTarget], upstream: set[str],
+                    config: ScanConfig, blame: Callable[[Sequence[ScanTarget]], None],
+                    pending: dict[str, Future[list[str | None]]]
+                    ) -> tuple[list[ScanTarget], SliceTally]:
+    """Diff scope: each modified Python file as a slice, untouched function bodies left out
+    (:mod:`auditor.scan.slicing`); the lines come from blame, started here for those files."""
+    if config.scope is not Scope.DIFF or not config.slice_diff:
+        return targets, SliceTally()
+
+    def series_lines(ts: Sequence[ScanTarget]) -> dict[str, set[int]]:
+        blame(ts)
+        return {t.key: {n for n, o in enumerate(pending[t.path].result(), start=1)
+                        if o is not None} for t in ts}
+
+    return slice_targets(targets, lambda t: t.path in upstream, series_lines,
+                         slice_cache(config.cache_dir, ws))
 
 
 def _read(root: Path, path: str) -> ReadResult:

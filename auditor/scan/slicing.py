@@ -42,6 +42,7 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from auditor.errors import ToolError
 from auditor.fsutil import atomic_write_text
 from auditor.gitio import Git
 from auditor.model import Workspace
@@ -145,6 +146,17 @@ class SliceCache:
             atomic_write_text(path, json.dumps(doc, separators=(",", ":")), mode=0o600)
         except OSError:
             pass
+
+
+def slice_cache(cache_dir: Path | None, ws: Workspace) -> SliceCache | None:
+    """The slice cache of this series under ``cache_dir`` (None: no cache, or git could not say
+    what the series' identity is)."""
+    if cache_dir is None:
+        return None
+    try:
+        return SliceCache(cache_dir, blame_identity(ws))
+    except (ToolError, OSError):
+        return None
 
 
 def blame_identity(ws: Workspace) -> str:
