@@ -419,3 +419,18 @@ def test_the_blame_identity_names_replace_refs_and_configuration(tmp_path: Path)
     assert second != first
     repo.git("config", "blame.ignoreRevsFile", ".ignore-revs")
     assert slicing.blame_identity(ws) != second
+
+
+def test_full_scope_is_never_sliced(tmp_path: Path) -> None:
+    from auditor.scan.engine import _slice_for_diff
+
+    t = target("vllm/x.py", CROSS_FUNCTION)
+
+    def no_blame(ts: object) -> None:
+        raise AssertionError("full scope asked for blame")
+
+    policy = load_policy(POLICIES_DIR / "default.toml")
+    for config in (ScanConfig(scope=Scope.FULL, policy=policy),
+                   ScanConfig(scope=Scope.DIFF, policy=policy, slice_diff=False)):
+        out, tally = _slice_for_diff(None, [t], {t.path}, config, no_blame, {})  # type: ignore[arg-type]
+        assert out == [t] and out[0].text == CROSS_FUNCTION and tally.notes() == []
