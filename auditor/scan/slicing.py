@@ -243,7 +243,12 @@ def slice_python(text: str, changed: AbstractSet[int]) -> Slice | None:
             left_out += removed
     if not functions:
         return None
-    return Slice(text="\n".join(out), functions=functions, lines=left_out)
+    sliced = "\n".join(out)
+    try:  # a slice that does not parse would leave the file unread: scan it whole instead
+        ast.parse(sliced)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    return Slice(text=sliced, functions=functions, lines=left_out)
 
 
 def _functions(stmts: Sequence[ast.stmt]) -> Iterator[ast.FunctionDef | ast.AsyncFunctionDef]:
@@ -265,8 +270,7 @@ def _functions(stmts: Sequence[ast.stmt]) -> Iterator[ast.FunctionDef | ast.Asyn
 
 
 def _span(f: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[int, int]:
-    start = min([f.lineno, *(d.lineno for d in f.decorator_list)])
-    return start, _end(f)
+    return _start(f), _end(f)
 
 
 def _near(f: ast.FunctionDef | ast.AsyncFunctionDef, changed: AbstractSet[int]) -> bool:
@@ -279,9 +283,17 @@ def _elidable(f: ast.FunctionDef | ast.AsyncFunctionDef, lines: Sequence[str]) -
     """Whether the body can be left out: it starts on a line of its own and declares no
     ``global``/``nonlocal`` (a word test on its lines: a comment or string only keeps more)."""
     first = f.body[0]
-    if not _blank(_prefix(lines[first.lineno - 1], first.col_offset)):
+    start = _start(first)
+    if start == first.lineno and not _blank(_prefix(lines[start - 1], first.col_offset)):
         return False
-    return not any(_SCOPE_WORDS.search(lines[n - 1]) for n in range(first.lineno, _end(f) + 1))
+    return not any(_SCOPE_WORDS.search(lines[n - 1]) for n in range(start, _end(f) + 1))
+
+
+def _start(stmt: ast.stmt) -> int:
+    """The first line of a statement: a decorated one starts at its first decorator (each
+    decorator begins a line of its own)."""
+    decorators: list[ast.expr] = getattr(stmt, "decorator_list", None) or []
+    return min([stmt.lineno, *(d.lineno for d in decorators)])
 
 
 def _end(f: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
@@ -310,8 +322,8 @@ def _imports(stmts: Iterable[ast.stmt]) -> dict[int, list[str]]:
 def _elide(f: ast.FunctionDef | ast.AsyncFunctionDef, lines: Sequence[str],
            out: list[str]) -> int:
     """Replace the body's lines in ``out``; returns how many non-blank lines were left out."""
-    first, end = f.body[0].lineno, _end(f)
-    indent = _prefix(lines[first - 1], f.body[0].col_offset)
+    first, end = _start(f.body[0]), _end(f)
+    indent = lines[first - 1][:len(lines[first - 1]) - len(lines[first - 1].lstrip(" \t"))]
     has_import = any(_IMPORT_WORD.search(lines[n - 1]) for n in range(first, end + 1))
     imports = _imports(f.body) if has_import else {}
     for n in range(first, end + 1):

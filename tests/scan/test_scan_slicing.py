@@ -176,6 +176,17 @@ def test_a_function_next_to_a_changed_line_is_kept() -> None:
     assert s is not None and s.text == "import os\n\n\ndef f():\n    ...\n\n# changed\n"
 
 
+def test_a_body_that_starts_with_a_decorator_is_left_out_from_the_decorator() -> None:
+    """A decorated class or function first in a body starts at its decorator (a real vLLM file
+    once sliced to a lone decorator line: bandit could not parse it)."""
+    text = ("def f(s):\n    @dataclass\n    class C:\n        x: int = 1\n    return C\n\n\n"
+            "def g():\n    @functools.cache\n    def h():\n        return 1\n    return h\n")
+    s = slicing.slice_python(text, set())
+    assert s is not None and s.functions == 2
+    assert s.text == "def f(s):\n    ...\n\n\n\n\n\ndef g():\n    ...\n\n\n\n"
+    ast.parse(s.text)
+
+
 @pytest.mark.parametrize("text", [
     "def f(:\n    return 1\n",  # does not parse
     "def f():\n    return '\u202e'\n\ndef g():\n    return 2\n",  # bidi control character
