@@ -5,7 +5,8 @@
 Runs the verify stage once, then the scan stage's engine in diff scope with no cache, once with
 slicing (``auditor.scan.slicing``) and once without, and prints the CPU seconds (this process and
 its children: semgrep, bandit, git) and wall seconds of each, and whether the findings (path,
-lines, rule, fingerprint, commit, message) are identical. Exit 1 when they are not.
+lines, rule, fingerprint, commit, message), the files not checked and the scan's notes (besides
+the slicing note) are identical. Exit 1 when they are not.
 """
 
 from __future__ import annotations
@@ -58,6 +59,9 @@ def main() -> int:
         shutil.rmtree(work, ignore_errors=True)
         findings[mode] = sorted((f.path, f.line, f.end_line, f.rule, f.fingerprint, f.commit,
                                  f.message) for f in res.findings)
+        findings[mode] += [("not checked", n) for n in res.not_checked]
+        findings[mode] += [("note", n) for n in res.details["notes"]
+                           if "auditor.scan.slicing" not in n]
         report[mode] = {"cpu_self": round(s1 - s0, 2), "cpu_children": round(c1 - c0, 2),
                         "cpu": round(s1 - s0 + c1 - c0, 2), "wall": round(w1 - w0, 1),
                         "findings": len(res.findings), "not_checked": list(res.not_checked),
@@ -67,7 +71,7 @@ def main() -> int:
     modes = list(findings)
     same = all(findings[m] == findings[modes[0]] for m in modes)
     report["identical"] = same
-    print("identical findings:", same)
+    print("identical findings, not-checked files and notes:", same)
     if not same:
         a, b = (set(findings[m]) for m in modes[:2])
         print("only", modes[0], sorted(a - b), "\nonly", modes[1], sorted(b - a))
