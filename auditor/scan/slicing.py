@@ -25,7 +25,9 @@ What in a function body reaches *other* functions is kept too:
 
 A file is scanned whole (not sliced) when it does not parse as Python 3 here, has a line break
 other than ``\\n``/``\\r\\n`` (the scanners would count lines differently) or a bidirectional
-control character (bandit B613 reports only the first one in a file), or when nothing is left out.
+control character (bandit B613 reports only the first one in a file), when nothing is left out,
+or when its slice would not parse. The slices of a series are cached (:class:`SliceCache`) by
+path, content and what blame depends on, so a warm run neither blames nor parses.
 ``tests/scan/test_scan_slicing.py`` runs the real semgrep and bandit over sliced and whole files
 and checks the findings on changed lines are the same.
 """
