@@ -30,6 +30,11 @@ or when its slice would not parse. The slices of a series are cached (:class:`Sl
 path, content and what blame depends on, so a warm run neither blames nor parses.
 ``tests/scan/test_scan_slicing.py`` runs the real semgrep and bandit over sliced and whole files
 and checks the findings on changed lines are the same.
+
+Only Python is sliced. C, C++ and CUDA (through the C++ shim), shell and Dockerfiles are scanned
+whole: their rules are few and cheap next to the Python taint rules, a line-preserving C++ slice
+would need a parser auditor does not have, a Dockerfile or script is mostly top-level code, and
+the real benchmark's series changes no such file.
 """
 
 from __future__ import annotations
