@@ -50,6 +50,7 @@ from auditor.scan.interface import (
 )
 from auditor.scan.merge import merge_same_concern
 from auditor.scan.scope import attribute, changed_paths, read_blobs, upstream_blobs
+from auditor.scan.slicing import SliceTally, slice_cache, slice_targets
 from auditor.scan.sources import SourceJudge, upstream_sources
 from auditor.textsafe import redact
 
@@ -69,6 +70,8 @@ class ScanConfig:
     jobs: int = 2
     today: dt.date | None = None
     package_indexes: tuple[str, ...] = ()  # the engine profile's known package sources
+    # diff scope: modified Python files scanned as slices (auditor.scan.slicing)
+    slice_diff: bool = True
 
 
 @dataclass
@@ -102,6 +105,7 @@ def run_scan(ws: Workspace, scanners: Sequence[Scanner], config: ScanConfig, wor
     # are scanned beside the files; their findings and errors belong to the file's path
     targets = derived_mod.expand(bundle + baseline)
     try:
+        targets, sliced = _slice_for_diff(ws, targets, set(upstream), config, blamer)
         tally = _Tally()
         versions: dict[str, str] = {}
         # only files that can have findings: those scanned now, and those with cached findings
@@ -137,7 +141,7 @@ def run_scan(ws: Workspace, scanners: Sequence[Scanner], config: ScanConfig, wor
                          scanned=dict(sorted(tally.scanned.items()))),
         # which rule sets read each scanned file (auditor.scan.coverage)
         coverage={p: tuple(labels) for p, labels in sorted(judged.coverage.items())},
-        uncovered=tuple(judged.uncovered), notes=tuple(judged.notes))
+        uncovered=tuple(judged.uncovered), notes=tuple(judged.notes) + tuple(sliced.notes()))
     return StageResult(name="scan", status=status_for(findings, nc_lines, ()), data=data,
                        findings=tuple(findings), not_checked=nc_lines)
 
@@ -184,6 +188,21 @@ def _baseline(ws: Workspace, bundle: Sequence[ScanTarget], changed: set[str],
             baseline.append(ScanTarget(key=f"u:{path}", path=path, origin=Origin.UPSTREAM,
                                        sha256=r.sha256, family=r.family, text=r.text))
     return baseline
+
+
+def _slice_for_diff(ws: Workspace, targets: list[ScanTarget], upstream: set[str],
+                    config: ScanConfig, blamer: _Blamer) -> tuple[list[ScanTarget], SliceTally]:
+    """Diff scope: each modified Python file as a slice, untouched function bodies left out
+    (:mod:`auditor.scan.slicing`); the lines come from blame, started here for those files."""
+    if config.scope is not Scope.DIFF or not config.slice_diff:
+        return targets, SliceTally()
+
+    def series_lines(ts: Sequence[ScanTarget]) -> dict[str, set[int]]:
+        blamer.blame(ts)
+        return {t.key: blamer.changed_lines(t) or set() for t in ts}
+
+    return slice_targets(targets, lambda t: t.path in upstream, series_lines,
+                         slice_cache(config.cache_dir, ws))
 
 
 class _Blamer:

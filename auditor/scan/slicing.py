@@ -1,0 +1,344 @@
+"""Diff-scope slices of Python files: the bodies of untouched functions left out, lines in place.
+
+In ``diff`` scope only findings on lines the series changed count (see :mod:`auditor.scan.scope`).
+For a Python file the series *modified*, what the scanners can say about those lines depends on
+the function they are in and on the file's module-level code, not on the bodies of the other
+functions: semgrep Community Edition's taint analysis is intraprocedural and its constant
+propagation does not look into other functions' locals; bandit's tests look at one call or one
+literal at a time. So each scanner is given a *slice* of the file with the same line numbers and
+columns for every kept line:
+
+- kept whole: every module-level statement that is not a function, every class header and
+  class-level statement, and every function (decorators included) that holds a changed line or
+  has one on the line just before or after it;
+- every other function keeps its decorators and header; its body becomes ``...`` on the body's
+  first line and blank lines after it.
+
+What in a function body reaches *other* functions is kept too:
+
+- import statements (semgrep and bandit both resolve an alias imported inside one function in the
+  functions after it, measured): each stays on its own line, at the body's indentation;
+- a function that declares ``global``/``nonlocal`` is kept whole (semgrep then stops treating the
+  module-level name as a constant, measured). A plain local of the same name as a module-level
+  one does not change semgrep's constants (measured), and bandit carries nothing but imports from
+  one function to the next.
+
+A file is scanned whole (not sliced) when it does not parse as Python 3 here, has a line break
+other than ``\\n``/``\\r\\n`` (the scanners would count lines differently) or a bidirectional
+control character (bandit B613 reports only the first one in a file), when nothing is left out,
+or when its slice would not parse. The slices of a series are cached (:class:`SliceCache`) by
+path, content and what blame depends on, so a warm run neither blames nor parses.
+``tests/scan/test_scan_slicing.py`` runs the real semgrep and bandit over sliced and whole files
+and checks the findings on changed lines are the same.
+
+Only Python is sliced. C, C++ and CUDA (through the C++ shim), shell and Dockerfiles are scanned
+whole: their rules are few and cheap next to the Python taint rules, a line-preserving C++ slice
+would need a parser auditor does not have, a Dockerfile or script is mostly top-level code, and
+the real benchmark's series changes no such file.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import json
+import os
+import re
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Set as AbstractSet
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from auditor.errors import ToolError
+from auditor.fsutil import atomic_write_text
+from auditor.gitio import Git
+from auditor.model import Workspace
+from auditor.scan.interface import Origin, ScanTarget
+
+SLICE_CACHE_SCHEMA = "auditor/slice-cache/v1"
+# git's own settings that can change what blame says about the same commits
+_BLAME_ENV = ("GIT_REPLACE_REF_BASE", "GIT_NO_REPLACE_OBJECTS", "GIT_GRAFT_FILE",
+              "GIT_SHALLOW_FILE", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM", "GIT_CONFIG_NOSYSTEM",
+              "GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT", "GIT_ATTR_NOSYSTEM", "HOME",
+              "XDG_CONFIG_HOME")
+
+# line breaks other than "\n" and "\r\n" that Python, semgrep or bandit might count
+_ODD_BREAK = re.compile("\r(?!\n)|[\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
+# bidirectional control characters (bandit B613 reports only the first in a file)
+_BIDI = re.compile("[\u202a-\u202e\u2066-\u2069\u200f]")
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_SOURCE_DIGEST = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]
+_SCOPE_WORDS = re.compile(r"\b(?:global|nonlocal)\b")
+_IMPORT_WORD = re.compile(r"\bimport\b")
+_COMPOUND_FIELDS = ("body", "orelse", "finalbody", "handlers", "cases")
+
+
+@dataclass(frozen=True)
+class Slice:
+    """A file's slice: its text (same line count) and what was left out."""
+
+    text: str
+    functions: int  # function bodies left out
+    lines: int  # non-blank lines left out
+
+
+@dataclass(frozen=True)
+class SliceTally:
+    """How much a run left out: files sliced, function bodies and non-blank lines left out."""
+
+    files: int = 0
+    functions: int = 0
+    lines: int = 0
+    of_lines: int = 0  # non-blank lines of the files sliced
+    cached: int = 0  # slices taken from the slice cache (no blame needed for them)
+
+    def notes(self) -> list[str]:
+        if not self.files:
+            return []
+        return [f"diff scope: {self.files} modified Python file(s) scanned as slices: the bodies "
+                f"of {self.functions} function(s) with no changed line were left out "
+                f"({self.lines} of {self.of_lines} non-blank line(s)); findings there could "
+                "only be on unchanged lines (auditor.scan.slicing)"]
+
+
+def sliceable(t: ScanTarget) -> bool:
+    """A bundle file's own Python text (not a derived reading, not superseded by one)."""
+    return (t.origin is Origin.BUNDLE and t.family == "python" and not t.derived
+            and not t.superseded)
+
+
+class SliceCache:
+    """Slices by (path, file sha256, series identity): a warm run needs no blame to find them.
+
+    The series identity (:func:`blame_identity`) names everything blame's answer depends on; an
+    entry is a JSON file holding the replaced lines (or that the file is scanned whole).
+    Unreadable entries are misses; a cache that cannot be written only costs speed."""
+
+    def __init__(self, root: Path, series: str) -> None:
+        self.root = root / "slice"
+        self.series = series
+
+    def _file(self, t: ScanTarget) -> tuple[Path, str]:
+        raw = json.dumps([SLICE_CACHE_SCHEMA, _SOURCE_DIGEST, self.series, t.path, t.sha256])
+        key = hashlib.sha256(raw.encode()).hexdigest()
+        return self.root / key[:2] / f"{key}.json", key
+
+    def get(self, t: ScanTarget) -> tuple[bool, Slice | None]:
+        """(found, the slice or None for "scan it whole")."""
+        path, key = self._file(t)
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            if data.get("key") != key:
+                return False, None
+            if data.get("whole"):
+                return True, None
+            lines = t.text.split("\n")
+            for n, text in data["edits"]:
+                if not 1 <= int(n) <= len(lines):
+                    return False, None
+                lines[int(n) - 1] = str(text)
+            return True, Slice("\n".join(lines), int(data["functions"]), int(data["lines"]))
+        except (OSError, ValueError, KeyError, TypeError):
+            return False, None
+
+    def put(self, t: ScanTarget, s: Slice | None) -> None:
+        path, key = self._file(t)
+        doc: dict[str, object] = {"key": key, "whole": s is None}
+        if s is not None:
+            old = t.text.split("\n")
+            doc.update(functions=s.functions, lines=s.lines,
+                       edits=[[n, line] for n, line in enumerate(s.text.split("\n"), start=1)
+                              if line != old[n - 1]])
+        try:
+            atomic_write_text(path, json.dumps(doc, separators=(",", ":")), mode=0o600)
+        except OSError:
+            pass
+
+
+def slice_cache(cache_dir: Path | None, ws: Workspace) -> SliceCache | None:
+    """The slice cache of this series under ``cache_dir`` (None: no cache, or git could not say
+    what the series' identity is)."""
+    if cache_dir is None:
+        return None
+    try:
+        return SliceCache(cache_dir, blame_identity(ws))
+    except (ToolError, OSError):
+        return None
+
+
+def blame_identity(ws: Workspace) -> str:
+    """What blame over the series says depends on: the two commits, the patches repository's
+    replace refs, grafts, shallow file, attributes and configuration (the repository's, the
+    user's), git's environment and version. Two runs with the same identity blame alike."""
+    git = Git(ws.patches_repo)
+    parts: list[object] = [ws.upstream_commit, ws.head_commit,
+                           git.out("--version"), git.out("for-each-ref", "refs/replace/"),
+                           {k: os.environ.get(k) for k in _BLAME_ENV}]
+    dirs = {git.out("rev-parse", "--absolute-git-dir")}
+    common = git.out("rev-parse", "--git-common-dir")
+    dirs.add(str(Path(ws.patches_repo, common)) if not os.path.isabs(common) else common)
+    home = Path(os.environ.get("HOME", "/nonexistent"))
+    xdg = Path(os.environ.get("XDG_CONFIG_HOME") or home / ".config")
+    files = [Path(d, name) for d in sorted(dirs)
+             for name in ("config", "config.worktree", "info/grafts", "info/attributes",
+                          "shallow")]
+    files += [home / ".gitconfig", xdg / "git" / "config", xdg / "git" / "attributes"]
+    for f in files:
+        try:
+            parts.append([str(f), hashlib.sha256(f.read_bytes()).hexdigest()])
+        except OSError as exc:
+            parts.append([str(f), exc.errno])
+    return hashlib.sha256(json.dumps(parts, default=str).encode()).hexdigest()
+
+
+def slice_targets(targets: Sequence[ScanTarget], modified: Callable[[ScanTarget], bool],
+                  changed_lines: Callable[[Sequence[ScanTarget]], Mapping[str, AbstractSet[int]]],
+                  cache: SliceCache | None = None) -> tuple[list[ScanTarget], SliceTally]:
+    """``targets`` with each sliceable target of a ``modified`` file (one upstream also has)
+    replaced by its slice; ``changed_lines(targets)`` gives the changed lines by target key (it
+    is asked only about the targets ``cache`` does not hold). A slice's ``sha256`` is its own
+    text's, so the scan cache keys on the sliced content."""
+    wanted = [t for t in targets if sliceable(t) and modified(t)]
+    if not wanted:
+        return list(targets), SliceTally()
+    slices: dict[str, Slice | None] = {}
+    if cache is not None:
+        for t in wanted:
+            found, s = cache.get(t)
+            if found:
+                slices[t.key] = s
+    cached = len(slices)
+    need = [t for t in wanted if t.key not in slices]
+    changed = changed_lines(need) if need else {}
+    for t in need:
+        slices[t.key] = slice_python(t.text, changed[t.key])
+        if cache is not None:
+            cache.put(t, slices[t.key])
+    out: list[ScanTarget] = []
+    files = functions = lines = of_lines = 0
+    for t in targets:
+        s = slices.get(t.key)
+        if s is None:
+            out.append(t)
+            continue
+        files += 1
+        functions += s.functions
+        lines += s.lines
+        of_lines += sum(1 for line in t.text.split("\n") if line.strip())
+        out.append(replace(t, text=s.text,
+                           sha256=hashlib.sha256(s.text.encode("utf-8")).hexdigest()))
+    return out, SliceTally(files, functions, lines, of_lines, cached)
+
+
+def slice_python(text: str, changed: AbstractSet[int]) -> Slice | None:
+    """The slice of ``text`` that keeps every function near a line in ``changed`` (1-based), or
+    None when the file is to be scanned whole (see the module docstring)."""
+    if _ODD_BREAK.search(text) or _BIDI.search(text):
+        return None
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    lines = text.split("\n")
+    elided = [f for f in _functions(tree.body) if not _near(f, changed) and _elidable(f, lines)]
+    out = list(lines)
+    left_out = functions = 0
+    for f in elided:
+        removed = _elide(f, lines, out)
+        if removed:
+            functions += 1
+            left_out += removed
+    if not functions:
+        return None
+    sliced = "\n".join(out)
+    try:  # a slice that does not parse would leave the file unread: scan it whole instead
+        ast.parse(sliced)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    return Slice(text=sliced, functions=functions, lines=left_out)
+
+
+def _functions(stmts: Sequence[ast.stmt]) -> Iterator[ast.FunctionDef | ast.AsyncFunctionDef]:
+    """The outermost functions among ``stmts``: at module level, in classes, in compound
+    statements (``if``/``try``/``with`` ...), but not inside other functions."""
+    for s in stmts:
+        if isinstance(s, _FUNCTIONS):
+            yield s
+            continue
+        if isinstance(s, ast.ClassDef):
+            yield from _functions(s.body)
+            continue
+        for name in _COMPOUND_FIELDS:
+            for child in getattr(s, name, None) or ():
+                if isinstance(child, ast.stmt):
+                    yield from _functions([child])
+                elif isinstance(child, (ast.ExceptHandler, ast.match_case)):
+                    yield from _functions(child.body)
+
+
+def _span(f: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[int, int]:
+    return _start(f), _end(f)
+
+
+def _near(f: ast.FunctionDef | ast.AsyncFunctionDef, changed: AbstractSet[int]) -> bool:
+    """Whether a changed line is in the function or on the line just before or after it."""
+    start, end = _span(f)
+    return any(n in changed for n in range(start - 1, end + 2))
+
+
+def _elidable(f: ast.FunctionDef | ast.AsyncFunctionDef, lines: Sequence[str]) -> bool:
+    """Whether the body can be left out: it starts on a line of its own and declares no
+    ``global``/``nonlocal`` (a word test on its lines: a comment or string only keeps more)."""
+    first = f.body[0]
+    start = _start(first)
+    if start == first.lineno and not _blank(_prefix(lines[start - 1], first.col_offset)):
+        return False
+    return not any(_SCOPE_WORDS.search(lines[n - 1]) for n in range(start, _end(f) + 1))
+
+
+def _start(stmt: ast.stmt) -> int:
+    """The first line of a statement: a decorated one starts at its first decorator (each
+    decorator begins a line of its own)."""
+    decorators: list[ast.expr] = getattr(stmt, "decorator_list", None) or []
+    return min([stmt.lineno, *(d.lineno for d in decorators)])
+
+
+def _end(f: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
+    return f.end_lineno or f.body[-1].lineno
+
+
+def _prefix(line: str, col_offset: int) -> str:
+    """The text before a node on its line (``col_offset`` counts UTF-8 bytes)."""
+    return line.encode("utf-8")[:col_offset].decode("utf-8", "replace")
+
+
+def _blank(s: str) -> bool:
+    return not s.strip(" \t")
+
+
+def _imports(stmts: Iterable[ast.stmt]) -> dict[int, list[str]]:
+    """Every import statement in ``stmts`` (at any depth), as one line of code by start line."""
+    out: dict[int, list[str]] = {}
+    for stmt in stmts:
+        for n in ast.walk(stmt):
+            if isinstance(n, (ast.Import, ast.ImportFrom)):
+                out.setdefault(n.lineno, []).append(ast.unparse(n))
+    return out
+
+
+def _elide(f: ast.FunctionDef | ast.AsyncFunctionDef, lines: Sequence[str],
+           out: list[str]) -> int:
+    """Replace the body's lines in ``out``; returns how many non-blank lines were left out."""
+    first, end = _start(f.body[0]), _end(f)
+    indent = lines[first - 1][:len(lines[first - 1]) - len(lines[first - 1].lstrip(" \t"))]
+    has_import = any(_IMPORT_WORD.search(lines[n - 1]) for n in range(first, end + 1))
+    imports = _imports(f.body) if has_import else {}
+    for n in range(first, end + 1):
+        cr = "\r" if lines[n - 1].endswith("\r") else ""
+        if n in imports:
+            out[n - 1] = indent + "; ".join(imports[n]) + cr
+        else:
+            out[n - 1] = (indent + "..." if n == first else "") + cr
+    if all(out[n - 1] == lines[n - 1] for n in range(first, end + 1)):
+        return 0
+    return sum(1 for n in range(first, end + 1) if lines[n - 1].strip() and n not in imports)
