@@ -21,6 +21,7 @@ from typing import Any
 from auditor import gitio
 from auditor.errors import ToolError
 from auditor.model import Category, Severity
+from auditor.scan import pyshim
 from auditor.scan import rules as rules_mod
 from auditor.scan.files import FAMILIES, canonical_language
 from auditor.scan.interface import (
@@ -79,7 +80,9 @@ class SemgrepScanner(ExternalTool, Scanner):
         return hashlib.sha256(json.dumps([self.ruleset, flags]).encode()).hexdigest()
 
     def target_options(self, target: ScanTarget) -> str:
-        return f"cuda-shim={self._shim_digest}" if target.family == "cuda" else ""
+        if target.family == "cuda":
+            return f"cuda-shim={self._shim_digest}"
+        return f"py-shim={pyshim.digest()}" if target.family == "python" else ""
 
     def accepts(self, target: ScanTarget) -> bool:
         if self.languages & {"generic", "regex"}:
@@ -107,6 +110,8 @@ class SemgrepScanner(ExternalTool, Scanner):
     def _transform(self, target: ScanTarget) -> str:
         if target.family == "cuda":
             return str(self._shim(target.text))
+        if target.family == "python":
+            return pyshim.semgrep_python(target.text)
         return target.text
 
     def scan(self, files: Sequence[ScanTarget], workdir: Path) -> ScannerRun:
