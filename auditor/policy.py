@@ -39,6 +39,7 @@ from typing import Any
 from auditor.errors import SpecError
 from auditor.inputs import read_input_text
 from auditor.model import Action, Category, Finding, Severity, fingerprint_of
+from auditor.spec import POLICIES_DIR, Spec
 
 
 @dataclass(frozen=True)
@@ -142,6 +143,17 @@ class Waiver:
     def matches(self, f: Finding) -> bool:
         return (self.rule == f.rule and fnmatch.fnmatch(f.path, self.path)
                 and (self.fingerprint == "*" or self.fingerprint == f.fingerprint))
+
+
+def policy_of(spec: Spec) -> Policy:
+    """The policy the spec's ``[scan] policy`` names; ``policies/default.toml`` when the spec has
+    no ``[scan]`` table (the build and deps stages still judge their findings by it)."""
+    return load_policy(spec.scan.policy if spec.scan is not None else POLICIES_DIR / "default.toml")
+
+
+def waivers_of(spec: Spec) -> tuple[Waiver, ...]:
+    """The waivers the spec's ``[scan] waivers`` names (none without that key or table)."""
+    return load_waivers(spec.scan.waivers if spec.scan is not None else None)
 
 
 def load_waivers(path: Path | None) -> tuple[Waiver, ...]:

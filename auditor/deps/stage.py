@@ -62,7 +62,7 @@ from auditor.model import (
     fingerprint_of,
     status_for,
 )
-from auditor.policy import Policy, apply_waivers, load_policy, load_waivers
+from auditor.policy import Policy, apply_waivers, policy_of, waivers_of
 from auditor.provenance.blame import UNEXPLAINED, line_origins
 from auditor.provenance.bundlefiles import bundle_files
 from auditor.results.deps import (
@@ -77,7 +77,7 @@ from auditor.results.deps import (
     UnpinnedRecord,
     VulnRecord,
 )
-from auditor.spec import POLICIES_DIR, DepsSpec, Spec
+from auditor.spec import DepsSpec, Spec
 from auditor.stage import Context, Stage
 
 SCANNER = "deps"
@@ -104,10 +104,6 @@ def make_source(deps: DepsSpec, workdir: Path, *, online: bool,
     if kind is SourceKind.NONE:
         return NoSource()
     assert_never(kind)
-
-
-def policy_for(spec: Spec) -> Policy:
-    return load_policy(spec.scan.policy if spec.scan else POLICIES_DIR / "default.toml")
 
 
 def why_unpinned(d: Declaration) -> str:
@@ -391,7 +387,7 @@ class DepsStage(Stage):
         ws = ctx.workspace
         deps = ctx.spec.deps
         assert ws is not None and deps is not None  # the pipeline checks both
-        policy = policy_for(ctx.spec)
+        policy = policy_of(ctx.spec)
         with ctx.status("reading dependency declarations"):
             upstream_tree = GitTree(Git(ws.upstream_repo), ws.upstream_commit)
             up = extract_tree(upstream_tree)
@@ -410,9 +406,8 @@ class DepsStage(Stage):
         issues, of_vuln = _issues(dd, report, deployed, lock, lock_label)
         att = Attributor(ws, upstream_tree)
         findings = [_finding(i, att, policy) for i in issues]
-        if ctx.spec.scan is not None and ctx.spec.scan.waivers is not None:
-            # the waivers keep the findings' order (expired waivers add findings at the end)
-            findings = apply_waivers(findings, load_waivers(ctx.spec.scan.waivers))
+        # the waivers keep the findings' order (expired waivers add findings at the end)
+        findings = apply_waivers(findings, waivers_of(ctx.spec))
         by_vuln: dict[int, list[Finding]] = {}
         for n, v in enumerate(of_vuln):
             if v is not None:

@@ -25,7 +25,7 @@ from auditor.model import (
     Workspace,
     fingerprint_of,
 )
-from auditor.policy import Policy, load_policy
+from auditor.policy import Policy, policy_of
 from auditor.provenance.anomalies import Anomaly, AnomalyKind, find_anomalies
 from auditor.provenance.bundlefiles import BundleFiles, DirFiles, GitFiles, LazyUnpack
 from auditor.provenance.compare import compare, display, tree_entries
@@ -44,14 +44,10 @@ from auditor.results.verify import (
     UpstreamRef,
     VerifyData,
 )
-from auditor.spec import POLICIES_DIR, Spec
+from auditor.spec import Spec
 from auditor.stage import Context, Stage
 
 DIFFERENCES_MAX = 500  # listed in the JSON; the total is always given
-
-
-def policy_for(spec: Spec) -> Policy:
-    return load_policy(spec.scan.policy if spec.scan is not None else POLICIES_DIR / "default.toml")
 
 
 def finding_of(a: Anomaly, policy: Policy) -> Finding:
@@ -71,7 +67,7 @@ class VerifyStage(Stage):
 
     def run(self, ctx: Context) -> StageResult:
         spec = ctx.spec
-        policy = policy_for(spec)
+        policy = policy_of(spec)
         upstream_git, git = open_repos(spec.upstream.repo, spec.patches.repo)
         # the proof cache (auditor.provenance.proofcache): reused only when every input is the same
         key = proof_key(spec, policy.path, upstream_git, git)

@@ -389,14 +389,9 @@ class _BuildRun:
         return f
 
     def apply_policy(self, findings: list[Finding]) -> list[Finding]:
-        from auditor.policy import Waiver, apply_waivers, load_policy, load_waivers
-        from auditor.spec import POLICIES_DIR
+        from auditor.policy import apply_waivers, policy_of, waivers_of
 
-        scan = self.ctx.spec.scan
-        policy = load_policy(scan.policy if scan is not None else POLICIES_DIR / "default.toml")
-        waivers: tuple[Waiver, ...] = ()
-        if scan is not None and scan.waivers is not None:
-            waivers = load_waivers(scan.waivers)
+        policy, waivers = policy_of(self.ctx.spec), waivers_of(self.ctx.spec)
         ruled = [policy.apply([f])[0] if f.fingerprint in self.by_policy else f for f in findings]
         return apply_waivers(ruled, waivers)
 

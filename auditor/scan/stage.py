@@ -14,7 +14,7 @@ from pathlib import Path
 
 from auditor.errors import InputError, SpecError
 from auditor.model import StageResult
-from auditor.policy import load_policy, load_waivers
+from auditor.policy import policy_of, waivers_of
 from auditor.scan.bandit import BanditScanner
 from auditor.scan.builtin import BuiltinScanner
 from auditor.scan.cmake import CMakeScanner
@@ -68,8 +68,8 @@ class ScanStage(Stage):
             raise InputError("the scan needs the verified workspace of the verify stage")
         config = ScanConfig(
             scope=ctx.options.scope or spec.scan.scope,
-            policy=load_policy(spec.scan.policy),
-            waivers=load_waivers(spec.scan.waivers),
+            policy=policy_of(spec),
+            waivers=waivers_of(spec),
             cache_dir=ctx.cache_dir,
             jobs=ctx.options.jobs,
             package_indexes=package_indexes(spec),
