@@ -178,26 +178,34 @@ class _Writer:
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
         except FileExistsError:
             raise _Refused(f"entry {_show(rel)} appears more than once") from None
-        written = 0
-        sha256 = hashlib.sha256()
-        sha1 = hashlib.sha1(b"blob %d\0" % size) if size is not None else None
         with os.fdopen(fd, "wb") as out:
-            while chunk := stream.read(_CHUNK):
-                written += len(chunk)
-                self.bytes += len(chunk)
-                if written > self.spec.max_file_bytes:
-                    raise _Refused(f"entry {_show(rel)} is larger than max_file_bytes = "
-                                   f"{self.spec.max_file_bytes}")
-                if self.bytes > self.spec.max_bytes:
-                    raise _Refused(f"more than max_bytes = {self.spec.max_bytes} bytes unpacked")
-                out.write(chunk)
-                sha256.update(chunk)
-                if sha1 is not None:
-                    sha1.update(chunk)
+            written, sha256, sha1 = self._stream(rel, stream, size, out.write)
             os.fchmod(out.fileno(), mode)
         self.regular.add(rel)
-        if sha1 is not None and written == size:
-            self.digests[rel] = (written, sha256.hexdigest(), sha1.hexdigest())
+        if size is not None and written == size:
+            self.digests[rel] = (written, sha256, sha1)
+
+    def _stream(self, rel: str, stream: IO[bytes], size: int | None,
+                sink: Callable[[bytes], object] | None = None) -> tuple[int, str, str]:
+        """Read one entry to its end within the size limits, giving each chunk to ``sink``:
+        the bytes read, their sha256 and their git blob sha1 (when ``size`` is declared; the
+        sha1 is only right when exactly ``size`` bytes came)."""
+        written = 0
+        sha256 = hashlib.sha256()
+        sha1 = hashlib.sha1(b"blob %d\0" % (size or 0))
+        while chunk := stream.read(_CHUNK):
+            written += len(chunk)
+            self.bytes += len(chunk)
+            if written > self.spec.max_file_bytes:
+                raise _Refused(f"entry {_show(rel)} is larger than max_file_bytes = "
+                               f"{self.spec.max_file_bytes}")
+            if self.bytes > self.spec.max_bytes:
+                raise _Refused(f"more than max_bytes = {self.spec.max_bytes} bytes unpacked")
+            if sink is not None:
+                sink(chunk)
+            sha256.update(chunk)
+            sha1.update(chunk)
+        return written, sha256.hexdigest(), sha1.hexdigest()
 
     def symlink(self, rel: str, target: str) -> None:
         self._count_entry()
@@ -278,25 +286,13 @@ class _Hasher(_Writer):
         self._claim(rel, "file")
         if size is None:
             raise _NeedsDisk(rel)
-        written = 0
-        sha256 = hashlib.sha256()
-        sha1 = hashlib.sha1(b"blob %d\0" % size)
-        while chunk := stream.read(_CHUNK):
-            written += len(chunk)
-            self.bytes += len(chunk)
-            if written > self.spec.max_file_bytes:
-                raise _Refused(f"entry {_show(rel)} is larger than max_file_bytes = "
-                               f"{self.spec.max_file_bytes}")
-            if self.bytes > self.spec.max_bytes:
-                raise _Refused(f"more than max_bytes = {self.spec.max_bytes} bytes unpacked")
-            sha256.update(chunk)
-            sha1.update(chunk)
+        written, sha256, sha1 = self._stream(rel, stream, size)
         if written != size:
             raise _NeedsDisk(rel)
         self.regular.add(rel)
         if executable:
             self.executable.add(rel)
-        self.digests[rel] = (written, sha256.hexdigest(), sha1.hexdigest())
+        self.digests[rel] = (written, sha256, sha1)
 
     def symlink(self, rel: str, target: str) -> None:
         self._count_entry()
