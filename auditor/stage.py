@@ -43,6 +43,19 @@ def stderr_console() -> Console:
     return Console(stderr=True, highlight=False, emoji=False, soft_wrap=not sys.stderr.isatty())
 
 
+def cache_root(spec: Spec, given: Path | None = None) -> Path:
+    """Where the cache is: ``--cache``, else ``$AUDITOR_CACHE``, else ``[scan] cache``, else
+    ``~/.cache/auditor``."""
+    if given is not None:
+        return given
+    env = os.environ.get("AUDITOR_CACHE")
+    if env:
+        return Path(env)
+    if spec.scan is not None:
+        return spec.scan.cache
+    return Path.home() / ".cache" / "auditor"
+
+
 @dataclass
 class Context:
     spec: Spec
@@ -55,14 +68,7 @@ class Context:
 
     @property
     def cache_dir(self) -> Path:
-        if self.options.cache is not None:
-            return self.options.cache
-        env = os.environ.get("AUDITOR_CACHE")
-        if env:
-            return Path(env)
-        if self.spec.scan is not None:
-            return self.spec.scan.cache
-        return Path.home() / ".cache" / "auditor"
+        return cache_root(self.spec, self.options.cache)
 
     def progress(self, message: str) -> None:
         """One progress line on stderr (never stdout: stdout is for requested output)."""

@@ -28,7 +28,7 @@ from auditor.sbom.diffs import commit_diff
 from auditor.sbom.formats import memo_file, remembered
 from auditor.sbom.inputs import BuildInfo, DepsInfo, read_build, read_deps
 from auditor.spec import Spec
-from auditor.stage import Context, Stage
+from auditor.stage import Context, Stage, cache_root
 from auditor.textsafe import redact
 
 SBOM_FILE = "sbom.cdx.json"
@@ -129,10 +129,7 @@ class SbomStage(Stage):
 def _memo_exists(spec: Spec) -> bool:
     """Whether jsonschema's answers are remembered in the cache the run will use (as
     ``Context.cache_dir`` finds it, before the command line's options are known)."""
-    env = os.environ.get("AUDITOR_CACHE")
-    root = Path(env) if env else (spec.scan.cache if spec.scan is not None
-                                  else Path.home() / ".cache" / "auditor")
-    return memo_file(root).exists()
+    return memo_file(cache_root(spec)).exists()
 
 
 # ---------------------------------------------------------------- what the inputs lack
