@@ -1,7 +1,7 @@
 """The benchmark on real vLLM code: every figure of issue 16 as a ratio to whole-tree bandit.
 
     python benchmarks/real_bench.py [--case benchmarks/work/real-bench] [--runs 1]
-                                    [--only auditor|baselines|rules|rules-whole]
+                                    [--only auditor|baselines|rules|rules-whole|quick]
                                     [--rewrite]
 
 The case is built by benchmarks/real_bench_case.py (two official vLLM wheels from the package
@@ -16,7 +16,9 @@ RSS) and the 1-minute load average just before each run:
   whole-tree ``semgrep`` with the shipped rules (slow: ``--only baselines``, kept in samples.json);
 - ``semgrep --time --json`` with the shipped rules over the files the series changes: matching
   time per rule (``--only rules``), staged and gated as the scan does it; ``--only rules-whole``
-  does the same over every Python file of the tree (slow).
+  does the same over every Python file of the tree (slow);
+- ``--only quick``: the yardstick and the auditor's runs without the full-scope scan, so every
+  ratio of a diff-scoped run is to a bandit measured minutes before it.
 
 Every figure is kept in ``<case>/../real-samples.json``; ``--only auditor`` re-measures the
 auditor and reuses the rest. Writes the "Real vLLM code" section of benchmarks/RESULTS.md (the
@@ -66,7 +68,7 @@ def record(name: str, samples: list[Sample], results: dict[str, Sample], store: 
 
 
 def measure_auditor(case: Path, work: Path, runs: int, results: dict[str, Sample],
-                    store: Path) -> None:
+                    store: Path, *, full: bool = True) -> None:
     auditor = str(BIN / "auditor")
 
     def run(name: str, cmd: list[str], **kw: object) -> None:
@@ -101,18 +103,25 @@ def measure_auditor(case: Path, work: Path, runs: int, results: dict[str, Sample
         env={"AUDITOR_CACHE": str(warm)}, prepare=reset_warm, out=work / "out-gate")
     run("verify alone (empty cache)", [auditor, "verify", str(case / "audit-v1.toml")],
         env={"AUDITOR_CACHE": str(cold)}, prepare=fresh_cold)
-    full = work / "cache-full"
+    if not full:
+        return
+    full_cache = work / "cache-full"
     run("scan --scope full (empty cache)",
         [auditor, "scan", str(case / "audit-v1.toml"), "--scope", "full", "--json"],
-        env={"AUDITOR_CACHE": str(full)}, prepare=lambda: shutil.rmtree(full, ignore_errors=True))
+        env={"AUDITOR_CACHE": str(full_cache)},
+        prepare=lambda: shutil.rmtree(full_cache, ignore_errors=True))
+
+
+def measure_yardstick(case: Path, work: Path, results: dict[str, Sample], store: Path) -> None:
+    record(YARDSTICK, [measure([str(BIN / "bandit"), "-r", "-q", "-f", "json", "-o",
+                                str(work / "bandit.json"), str(case / "tree")])], results, store)
 
 
 def measure_baselines(case: Path, work: Path, results: dict[str, Sample], store: Path) -> None:
     tree = case / "tree"
     home = work / "semgrep-home"
     home.mkdir(parents=True, exist_ok=True)
-    record(YARDSTICK, [measure([str(BIN / "bandit"), "-r", "-q", "-f", "json", "-o",
-                                str(work / "bandit.json"), str(tree)])], results, store)
+    measure_yardstick(case, work, results, store)
     record("semgrep whole tree (shipped rules)",
            [measure([str(BIN / "semgrep"), "scan", "--config", str(ROOT / "policies/semgrep/rules"),
                      "--metrics=off", "--json", "-o", str(work / "semgrep-whole.json"),
@@ -268,7 +277,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--case", type=Path, default=HERE / "work" / "real-bench")
     ap.add_argument("--runs", type=int, default=1)
-    ap.add_argument("--only", choices=("auditor", "baselines", "rules", "rules-whole"))
+    ap.add_argument("--only", choices=("auditor", "baselines", "rules", "rules-whole", "quick"))
     ap.add_argument("--rewrite", action="store_true", help="measure nothing; rewrite RESULTS.md")
     args = ap.parse_args()
     case: Path = args.case.resolve()
@@ -292,6 +301,9 @@ def main() -> None:
             measure_auditor(case, work, args.runs, results, store)
         if args.only in (None, "rules"):
             measure_rules(case, work, store_rules)
+        if args.only == "quick":
+            measure_yardstick(case, work, results, store)
+            measure_auditor(case, work, args.runs, results, store, full=False)
         if args.only == "rules-whole":
             measure_rules(case, work, store_whole, whole=True)
     rules = json.loads(store_rules.read_text()) if store_rules.is_file() else None
