@@ -15,7 +15,7 @@
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -105,7 +105,7 @@ def run_scan(ws: Workspace, scanners: Sequence[Scanner], config: ScanConfig, wor
     # are scanned beside the files; their findings and errors belong to the file's path
     targets = derived_mod.expand(bundle + baseline)
     try:
-        targets, sliced = _slice_for_diff(ws, targets, set(upstream), config, blamer)
+        targets, sliced = _slice_for_diff(ws, targets, upstream, config, blamer)
         tally = _Tally()
         versions: dict[str, str] = {}
         # only files that can have findings: those scanned now, and those with cached findings
@@ -190,7 +190,7 @@ def _baseline(ws: Workspace, bundle: Sequence[ScanTarget], changed: set[str],
     return baseline
 
 
-def _slice_for_diff(ws: Workspace, targets: list[ScanTarget], upstream: set[str],
+def _slice_for_diff(ws: Workspace, targets: list[ScanTarget], upstream: Mapping[str, str],
                     config: ScanConfig, blamer: _Blamer) -> tuple[list[ScanTarget], SliceTally]:
     """Diff scope: each modified Python file as a slice, untouched function bodies left out
     (:mod:`auditor.scan.slicing`); the lines come from blame, started here for those files."""
@@ -202,7 +202,7 @@ def _slice_for_diff(ws: Workspace, targets: list[ScanTarget], upstream: set[str]
         return {t.key: blamer.changed_lines(t) or set() for t in ts}
 
     return slice_targets(targets, lambda t: t.path in upstream, series_lines,
-                         slice_cache(config.cache_dir, ws))
+                         slice_cache(config.cache_dir, ws, upstream))
 
 
 class _Blamer:

@@ -108,18 +108,35 @@ def sliceable(t: ScanTarget) -> bool:
 
 
 class SliceCache:
-    """Slices by (path, file sha256, series identity): a warm run needs no blame to find them.
+    """Slices by (path, file sha256, what blame's answer depends on): a warm run, and an upgrade
+    gate whose rebased series gives a file the same blobs, need no blame to find them.
 
-    The series identity (:func:`blame_identity`) names everything blame's answer depends on; an
-    entry is a JSON file holding the replaced lines (or that the file is scanned whole).
-    Unreadable entries are misses; a cache that cannot be written only costs speed."""
+    What blame's answer depends on is the series identity (:func:`blame_identity`: git's settings
+    and the two commits), or, for a path the series only modifies in place on a line of
+    single-parent commits on upstream (:func:`path_histories`), git's settings, upstream's blob
+    and the blobs the commits give the path, in order: which lines of the file the series wrote
+    follows from those blobs alone. An entry is a JSON file holding the replaced lines (or that
+    the file is scanned whole). Unreadable entries are misses; a cache that cannot be written
+    only costs speed."""
 
-    def __init__(self, root: Path, series: str) -> None:
+    def __init__(self, root: Path, series: str, settings: str = "",
+                 histories: SeriesPaths | None = None,
+                 upstream: Mapping[str, str] | None = None) -> None:
         self.root = root / "slice"
         self.series = series
+        self.settings = settings
+        self.histories = histories
+        self.upstream = upstream or {}
+
+    def _blame_key(self, path: str) -> list[object]:
+        h = self.histories
+        if h is None or path in h.moved or path not in self.upstream:
+            return [self.series]
+        return [self.settings, self.upstream[path], list(h.blobs.get(path, ()))]
 
     def _file(self, t: ScanTarget) -> tuple[Path, str]:
-        raw = json.dumps([SLICE_CACHE_SCHEMA, _SOURCE_DIGEST, self.series, t.path, t.sha256])
+        raw = json.dumps([SLICE_CACHE_SCHEMA, _SOURCE_DIGEST, self._blame_key(t.path), t.path,
+                          t.sha256])
         key = hashlib.sha256(raw.encode()).hexdigest()
         return self.root / key[:2] / f"{key}.json", key
 
@@ -155,24 +172,79 @@ class SliceCache:
             pass
 
 
-def slice_cache(cache_dir: Path | None, ws: Workspace) -> SliceCache | None:
+def slice_cache(cache_dir: Path | None, ws: Workspace,
+                upstream: Mapping[str, str] | None = None) -> SliceCache | None:
     """The slice cache of this series under ``cache_dir`` (None: no cache, or git could not say
-    what the series' identity is)."""
+    what the series' identity is); ``upstream`` maps upstream's paths to their blobs."""
     if cache_dir is None:
         return None
     try:
-        return SliceCache(cache_dir, blame_identity(ws))
+        settings = blame_settings(ws)
+        return SliceCache(cache_dir, _digest([settings, ws.upstream_commit, ws.head_commit]),
+                          settings, path_histories(ws), upstream)
     except (ToolError, OSError):
         return None
 
 
+def _digest(parts: object) -> str:
+    return hashlib.sha256(json.dumps(parts, default=str).encode()).hexdigest()
+
+
 def blame_identity(ws: Workspace) -> str:
-    """What blame over the series says depends on: the two commits, the patches repository's
-    replace refs, grafts, shallow file, attributes and configuration (the repository's, the
-    user's), git's environment and version. Two runs with the same identity blame alike."""
+    """What blame over the series says depends on: the two commits and git's settings
+    (:func:`blame_settings`). Two runs with the same identity blame alike."""
+    return _digest([blame_settings(ws), ws.upstream_commit, ws.head_commit])
+
+
+@dataclass(frozen=True)
+class SeriesPaths:
+    """What the series' commits do to each path (:func:`path_histories`)."""
+
+    blobs: Mapping[str, tuple[str, ...]]  # path -> the blobs its commits give it, in order
+    moved: frozenset[str]  # paths some commit adds, deletes or changes the type of
+
+
+def path_histories(ws: Workspace) -> SeriesPaths | None:
+    """For each path the series modifies in place: the blobs its commits give it, in order; the
+    paths some commit adds, deletes or changes the type of apart (blame could follow such a path
+    to another's history). None unless the series is one line of single-parent commits from
+    upstream to head. One ``git log --no-renames --raw``."""
     git = Git(ws.patches_repo)
-    parts: list[object] = [ws.upstream_commit, ws.head_commit,
-                           git.out("--version"), git.out("for-each-ref", "refs/replace/"),
+    res = git.run("log", "--reverse", "--raw", "-z", "--no-renames", "--no-abbrev",
+                  "--no-ext-diff", "--format=%x01%H %P",
+                  f"{ws.upstream_commit}..{ws.head_commit}", text=False)
+    raw = res.stdout if isinstance(res.stdout, bytes) else res.stdout.encode()
+    parent = ws.upstream_commit
+    blobs: dict[str, list[str]] = {}
+    moved: set[str] = set()
+    tokens = iter(raw.split(b"\0"))
+    for token in tokens:
+        tok = token.lstrip(b"\n")
+        if tok.startswith(b"\x01"):
+            sha, *parents = tok[1:].decode("ascii").split()
+            if parents != [parent]:
+                return None
+            parent = sha
+        elif tok.startswith(b":"):
+            path = next(tokens, b"").decode("utf-8", "surrogateescape")
+            _ma, _mb, _old, new, status = tok[1:].decode("ascii").split()
+            if status != "M":
+                moved.add(path)
+            blobs.setdefault(path, []).append(new)
+        elif tok:
+            return None
+    if parent != ws.head_commit:
+        return None
+    return SeriesPaths(blobs={p: tuple(b) for p, b in blobs.items() if p not in moved},
+                       moved=frozenset(moved))
+
+
+def blame_settings(ws: Workspace) -> str:
+    """git's settings that can change what blame says of the same commits: the patches
+    repository's replace refs, grafts, shallow file, attributes and configuration (the
+    repository's, the user's), git's environment and version."""
+    git = Git(ws.patches_repo)
+    parts: list[object] = [git.out("--version"), git.out("for-each-ref", "refs/replace/"),
                            {k: os.environ.get(k) for k in _BLAME_ENV}]
     dirs = {git.out("rev-parse", "--absolute-git-dir")}
     common = git.out("rev-parse", "--git-common-dir")
@@ -188,7 +260,7 @@ def blame_identity(ws: Workspace) -> str:
             parts.append([str(f), hashlib.sha256(f.read_bytes()).hexdigest()])
         except OSError as exc:
             parts.append([str(f), exc.errno])
-    return hashlib.sha256(json.dumps(parts, default=str).encode()).hexdigest()
+    return _digest(parts)
 
 
 def slice_targets(targets: Sequence[ScanTarget], modified: Callable[[ScanTarget], bool],

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import ast
 import hashlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -431,6 +431,62 @@ def test_the_blame_identity_names_replace_refs_and_configuration(tmp_path: Path)
     assert second != first
     repo.git("config", "blame.ignoreRevsFile", ".ignore-revs")
     assert slicing.blame_identity(ws) != second
+
+
+UP_A = "import os\n\n\ndef f():\n    return os.getcwd()\n\n\ndef g():\n    return 1\n"
+
+
+def test_path_histories_give_each_paths_blobs_and_set_apart_what_moves(tmp_path: Path) -> None:
+    repo = GitRepo(tmp_path / "repo")
+    up = repo.commit("up", files={"a.py": UP_A, "b.py": "b = 1\n", "c.py": "c = 1\n"})
+    repo.commit("one", files={"a.py": UP_A.replace("1\n", "2\n")})
+    repo.commit("two", files={"a.py": UP_A.replace("1\n", "3\n"), "b.py": "b = 2\n"})
+    repo.git("mv", "c.py", "d.py")
+    head = repo.commit("three", files={"e.py": "e = 1\n"})
+    h = slicing.path_histories(workspace(repo, up, head, tmp_path))
+    assert h is not None
+    blob = lambda rev, path: repo.git("rev-parse", f"{rev}:{path}")  # noqa: E731
+    assert h.blobs == {"a.py": (blob("HEAD~2", "a.py"), blob("HEAD~1", "a.py")),
+                       "b.py": (blob("HEAD~1", "b.py"),)}
+    assert h.moved == {"c.py", "d.py", "e.py"}
+    # a merge in the range: no per-path answer, the series identity keys the cache
+    repo.checkout("side", new=True, start=up)
+    side = repo.commit("side", files={"f.py": "f = 1\n"})
+    repo.checkout("main")
+    repo.git("merge", "--no-ff", "-m", "merge", side)
+    assert slicing.path_histories(workspace(repo, up, repo.head(), tmp_path)) is None
+
+
+def test_a_rebased_series_that_gives_a_file_the_same_blobs_needs_no_blame(tmp_path: Path) -> None:
+    repo = GitRepo(tmp_path / "repo")
+    up = repo.commit("up", files={"a.py": UP_A, "b.py": UP_A})
+    series_a = UP_A.replace("return 1", "return 2")
+    repo.checkout("v1", new=True, start=up)
+    repo.commit("a", files={"a.py": series_a})
+    head1 = repo.commit("b", files={"b.py": UP_A.replace("return 1", "return 3")})
+    repo.checkout("v2", new=True, start=up)  # the same change to a.py, new commits
+    repo.commit("a, reworded", files={"a.py": series_a})
+    head2 = repo.commit("b, reworked", files={"b.py": UP_A.replace("return 1", "return 4")})
+    upstream = {p: repo.git("rev-parse", f"{up}:{p}") for p in ("a.py", "b.py")}
+    asked: list[str] = []
+
+    def blame(ts: Sequence[ScanTarget]) -> dict[str, set[int]]:
+        asked.extend(t.path for t in ts)
+        return {t.key: {9} for t in ts}
+
+    def run(head: str, b_text: str) -> list[ScanTarget]:
+        cache = slicing.slice_cache(tmp_path / "cache", workspace(repo, up, head, tmp_path),
+                                    upstream)
+        assert cache is not None
+        ts = [target("a.py", series_a), target("b.py", b_text)]
+        return slicing.slice_targets(ts, lambda _t: True, blame, cache)[0]
+
+    first = run(head1, UP_A.replace("return 1", "return 3"))
+    assert asked == ["a.py", "b.py"] and "os.getcwd" not in first[0].text
+    asked.clear()
+    second = run(head2, UP_A.replace("return 1", "return 4"))
+    assert asked == ["b.py"]  # a.py's blobs are the same: its slice came from the cache
+    assert second[0].text == first[0].text
 
 
 def test_full_scope_is_never_sliced(tmp_path: Path) -> None:
