@@ -350,6 +350,20 @@ def redact(text: str) -> str:
     readable (``api_key = "[REDACTED]"``). Idempotent."""
     if len(text) < 8:
         return text
+    # one run redacts the same strings many times (audit.json, then each report): short ones are
+    # remembered (the function is pure); long ones (file texts, diffs) are not kept alive
+    return _redact_short(text) if len(text) <= _MEMO_MAX_CHARS else _redact(text)
+
+
+_MEMO_MAX_CHARS = 2048
+
+
+@lru_cache(maxsize=32768)
+def _redact_short(text: str) -> str:
+    return _redact(text)
+
+
+def _redact(text: str) -> str:
     out = text
     folded = text.lower()
     for d in TOKEN_DETECTORS:

@@ -273,6 +273,16 @@ def write_section(case: Path, results: dict[str, Sample], rules: dict | None,
     print(f"wrote {out}")
 
 
+def precompile() -> None:
+    """Byte-compile auditor's modules, as ``pip install`` of its wheel does. An editable checkout
+    has no .pyc until a run writes them, and with PYTHONDONTWRITEBYTECODE set (as in this
+    workplace's shells) every run compiled ~110 modules again: ~0.45 s of CPU, a tenth of a
+    warm run."""
+    import compileall
+
+    compileall.compile_dir(str(ROOT / "auditor"), quiet=1)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--case", type=Path, default=HERE / "work" / "real-bench")
@@ -295,6 +305,7 @@ def main() -> None:
         shutil.rmtree(work, ignore_errors=True)
         work.mkdir(parents=True)
         os.environ.setdefault("SEMGREP_ENABLE_VERSION_CHECK", "0")
+        precompile()
         if args.only in (None, "baselines"):
             measure_baselines(case, work, results, store)
         if args.only in (None, "auditor"):
