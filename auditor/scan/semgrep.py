@@ -92,9 +92,10 @@ class SemgrepScanner(ExternalTool, Scanner):
         return bool(FAMILIES[target.family][0] & self.languages)
 
     def coverage(self, target: ScanTarget) -> str | None:
-        """``semgrep:<family>`` when rules parse the target's language (``(cuda shim)`` and
-        ``(derived)`` say how it was read); ``semgrep:generic`` when language-blind rules are aimed
-        at files like it by their ``paths: include``; None otherwise."""
+        """``semgrep:<family>`` when rules parse the target's language (``(cuda shim)``,
+        ``(shim)`` (:mod:`auditor.scan.pyshim`) and ``(derived)`` say how it was read);
+        ``semgrep:generic`` when language-blind rules are aimed at files like it by their
+        ``paths: include``; None otherwise."""
         from auditor.scan.coverage import aimed_at
 
         if not self.accepts(target):
@@ -102,6 +103,8 @@ class SemgrepScanner(ExternalTool, Scanner):
         how = "(derived)" if target.derived else ""
         if target.family is not None and FAMILIES[target.family][0] & self.parsed_languages:
             lang = "cpp(cuda shim)" if target.family == "cuda" else target.family
+            if target.family == "python" and pyshim.rewrites(target.text):
+                lang = "python(shim)"
             return f"semgrep:{lang}{how}"
         if aimed_at(target.path, self.aimed_globs):
             return f"semgrep:generic{how}"

@@ -58,6 +58,7 @@ def test_nested_and_alternative_mappings_each_lose_their_own_rest() -> None:
 
 def test_text_without_such_patterns_or_that_does_not_parse_is_unchanged() -> None:
     for text in ("x = {**a, **b}\n", "def f(**kw):\n    return g(**kw)\n",
+                 "# match {**x} in a comment\ncase = {**y}\n",
                  "match d:\n    case {'a': 1, **rest:\n", "case = 1\nx = a ** 2\n",
                  "match d:\r    case {'a': 1, **rest}:\r        pass\r"):
         assert semgrep_python(text) == text
@@ -87,6 +88,8 @@ def test_semgrep_reads_a_file_with_a_mapping_rest_and_finds_what_is_in_it(tmp_pa
     run = scanner.scan([target("vllm/renderers/router.py", ROUTER)],
                                       tmp_path / "work")
     assert run.errors == {}
+    assert scanner.coverage(target("r.py", ROUTER)) == "semgrep:python(shim)"
+    assert scanner.coverage(target("r.py", "x = {**a}\n")) == "semgrep:python"
     found = run.findings["b:vllm/renderers/router.py"]
     on_post = [f for f in found if f.line == 11]
     assert on_post, [(f.rule, f.line) for f in found]
