@@ -1,4 +1,4 @@
-"""Writing a file atomically: a sibling temporary file, renamed into place.
+"""Files: written atomically (a sibling temporary file, renamed into place), and hashed.
 
 A reader sees the old file or the new one, never half of one; a failed write leaves no temporary
 file behind. The file has ``mode`` from the start (never briefly more open).
@@ -6,6 +6,7 @@ file behind. The file has ``mode`` from the start (never briefly more open).
 
 from __future__ import annotations
 
+import hashlib
 import os
 import tempfile
 from pathlib import Path
@@ -37,3 +38,14 @@ def atomic_write_bytes(path: Path, data: bytes, *, mode: int = 0o644, fsync: boo
 def atomic_write_text(path: Path, text: str, *, mode: int = 0o644, fsync: bool = False) -> None:
     """:func:`atomic_write_bytes` of ``text`` in UTF-8 (newlines written as given)."""
     atomic_write_bytes(path, text.encode("utf-8"), mode=mode, fsync=fsync)
+
+
+def sha256_file(path: Path, *, follow_symlinks: bool = True) -> str:
+    """The sha256 of a file's bytes, read in 1 MiB chunks; without ``follow_symlinks`` a symlink
+    is refused (OSError) rather than followed."""
+    h = hashlib.sha256()
+    fd = os.open(path, os.O_RDONLY | (0 if follow_symlinks else os.O_NOFOLLOW))
+    with os.fdopen(fd, "rb") as fh:
+        while chunk := fh.read(1 << 20):
+            h.update(chunk)
+    return h.hexdigest()

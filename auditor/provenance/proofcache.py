@@ -28,7 +28,7 @@ from typing import Any
 
 from auditor import __version__
 from auditor.errors import AuditError
-from auditor.fsutil import atomic_write_text
+from auditor.fsutil import atomic_write_text, sha256_file
 from auditor.gitio import Git, run
 from auditor.model import BundleFile, SeriesCommit, StageResult, StageStatus, Workspace
 from auditor.provenance.treehash import manifest_digest, tree_of_entries
@@ -36,7 +36,6 @@ from auditor.results.verify import VerifyData
 from auditor.spec import Spec
 
 PROOF_SCHEMA = "auditor/proof-cache/v1"
-_CHUNK = 1 << 20
 #: files of a repository that change what git reads without changing a ref we resolve
 _COMMON_FILES = ("config", "info/grafts", "shallow", "info/attributes",
                  "objects/info/alternates", "objects/info/grafts")
@@ -67,19 +66,10 @@ class ProofKey:
         return list(self.parts["patches"]["resolved"][1:])
 
 
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-    with os.fdopen(fd, "rb") as fh:
-        while chunk := fh.read(_CHUNK):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def _file_digest(path: Path) -> str | None:
     """sha256 of a small git-dir file, None when absent (any other failure: OSError)."""
     try:
-        return sha256_file(path)
+        return sha256_file(path, follow_symlinks=False)
     except FileNotFoundError:
         return None
 
@@ -127,7 +117,7 @@ def _spec_parts(spec: Spec, policy_path: Path) -> dict[str, Any]:
         "patches": [str(spec.patches.repo), spec.patches.ref, list(spec.patches.commits),
                     spec.patches.allow_merges],
         "bundle": [str(b.path), b.strip_components, b.max_bytes, b.max_files, b.max_file_bytes],
-        "policy": [str(policy_path), sha256_file(policy_path)],
+        "policy": [str(policy_path), sha256_file(policy_path, follow_symlinks=False)],
     }
 
 
@@ -145,7 +135,7 @@ def proof_key(spec: Spec, policy_path: Path, upstream_git: Git, patches_git: Git
             "env": sorted((k, v) for k, v in os.environ.items()
                           if k.startswith("GIT_") and k not in _ENV_IGNORED),
             "spec": _spec_parts(spec, policy_path),
-            "bundle_sha256": sha256_file(spec.bundle.path),
+            "bundle_sha256": sha256_file(spec.bundle.path, follow_symlinks=False),
             "bundle_size": st.st_size,
         }
         names = [spec.upstream.ref] + ([spec.upstream.commit] if spec.upstream.commit else [])
@@ -262,7 +252,7 @@ class ProofCache:
         entry = {"schema": PROOF_SCHEMA, "key": key.digest, "parts": key.parts,
                  "result": result.to_json(), "workspace": _workspace_json(ws)}
         try:
-            if sha256_file(bundle) != key.parts["bundle_sha256"]:
+            if sha256_file(bundle, follow_symlinks=False) != key.parts["bundle_sha256"]:
                 return False  # the bundle changed during the run
             _parse(json.loads(json.dumps(entry)), key)  # what a later run will read back
             atomic_write_text(self._file(key), json.dumps(entry, ensure_ascii=True))

@@ -22,11 +22,11 @@ from pathlib import Path
 from typing import ClassVar, TypeVar
 
 from auditor.errors import EXIT_POLICY, AuditError
+from auditor.fsutil import sha256_file
 from auditor.rebuild.globs import matches
 from auditor.rebuild.recipe import BuilderKind, CMakeRecipe, ModuleRecipe, NvccRecipe
 from auditor.rebuild.sandbox import Sandbox, Unsandboxed
 from auditor.rebuild.toolchain import Toolchain
-from auditor.rebuild.wheel import sha256_file
 from auditor.textsafe import redact
 
 _T = TypeVar("_T")

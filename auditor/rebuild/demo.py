@@ -17,9 +17,10 @@ import tempfile
 from pathlib import Path
 
 from auditor.errors import ToolError
+from auditor.fsutil import sha256_file
 from auditor.gitio import git_env, run
 from auditor.rebuild.builders import compile_nvcc
-from auditor.rebuild.wheel import sha256_file, write_wheel
+from auditor.rebuild.wheel import write_wheel
 
 #: module name -> (kernel source, wheel path); tinyllm/kernels.py loads "<name>.so" next to itself
 KERNELS = {

@@ -17,6 +17,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+from auditor.fsutil import sha256_file
 from auditor.model import Workspace
 from auditor.provenance.bundlefiles import bundle_root
 from auditor.rebuild.builders import BuiltModule
@@ -26,7 +27,6 @@ from auditor.rebuild.wheel import (
     UnpackedWheel,
     WheelName,
     set_metadata_version,
-    sha256_file,
     unpack_wheel,
     write_entries,
 )

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from auditor.errors import InputError, ToolError
+from auditor.fsutil import sha256_file
 from auditor.gitio import Git, run
 from auditor.model import (
     Action,
@@ -52,7 +53,6 @@ from auditor.rebuild.toolchain import Toolchain, compare, detect
 from auditor.rebuild.wheel import (
     UnpackedWheel,
     record_problems,
-    sha256_file,
     unpack_wheel,
     with_local_label,
 )

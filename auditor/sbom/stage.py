@@ -17,11 +17,10 @@ from pathlib import Path
 
 from auditor import __version__
 from auditor.errors import InputError
-from auditor.fsutil import atomic_write_text
+from auditor.fsutil import atomic_write_text, sha256_file
 from auditor.gitio import Git
 from auditor.model import STAGES, StageResult, StageStatus, Workspace, compute_verdict, status_for
 from auditor.provenance.treehash import manifest_digest
-from auditor.rebuild.wheel import sha256_file
 from auditor.results.audit_file import warm_jsonschema
 from auditor.results.sbom import ProvenanceDocument, SbomData, SbomDocument
 from auditor.sbom.diffs import commit_diff

@@ -26,6 +26,7 @@ from typing import Any
 
 from auditor.deps.vulns.osv import MAX_RECORD_BYTES, MAX_TOTAL_BYTES, load_snapshot
 from auditor.errors import InputError, ToolError
+from auditor.fsutil import sha256_file
 from auditor.zipsafety import UnsafeZip, ZipLimits, check_members, show
 
 OSV_BUCKET = "https://osv-vulnerabilities.storage.googleapis.com"
@@ -149,11 +150,7 @@ def sidecar_problem(path: Path) -> str | None:
         want = str(meta["sha256"])
     except (OSError, ValueError, KeyError, TypeError):
         return f"OSV snapshot {path}: its sidecar {side.name} cannot be read: not checked"
-    h = hashlib.sha256()
-    with path.open("rb") as fh:
-        for chunk in iter(lambda: fh.read(1024 * 1024), b""):
-            h.update(chunk)
-    if h.hexdigest() != want:
+    if sha256_file(path) != want:
         return (f"OSV snapshot {path}: sha256 differs from the one recorded when it was fetched "
                 f"({side.name}): altered or replaced, not used")
     return None
