@@ -29,17 +29,14 @@ from typing import Any
 from auditor import __version__
 from auditor.errors import AuditError
 from auditor.fsutil import atomic_write_text, sha256_file
-from auditor.gitio import Git, run
+from auditor.gitio import Git
 from auditor.model import BundleFile, SeriesCommit, StageResult, StageStatus, Workspace
+from auditor.provenance.gitstate import git_version, repo_files_state
 from auditor.provenance.treehash import manifest_digest, tree_of_entries
 from auditor.results.verify import VerifyData
 from auditor.spec import Spec
 
 PROOF_SCHEMA = "auditor/proof-cache/v1"
-#: files of a repository that change what git reads without changing a ref we resolve
-_COMMON_FILES = ("config", "info/grafts", "shallow", "info/attributes",
-                 "objects/info/alternates", "objects/info/grafts")
-_GITDIR_FILES = ("config.worktree",)
 _ENV_IGNORED = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY")
 _HEX40 = frozenset("0123456789abcdef")
 
@@ -66,14 +63,6 @@ class ProofKey:
         return list(self.parts["patches"]["resolved"][1:])
 
 
-def _file_digest(path: Path) -> str | None:
-    """sha256 of a small git-dir file, None when absent (any other failure: OSError)."""
-    try:
-        return sha256_file(path, follow_symlinks=False)
-    except FileNotFoundError:
-        return None
-
-
 @functools.cache
 def code_digest() -> str:
     """auditor's own version and the sha256 over its Python sources (a changed checkout counts)."""
@@ -89,25 +78,9 @@ def code_digest() -> str:
     return h.hexdigest()
 
 
-@functools.cache
-def git_version() -> str:
-    return run(["git", "--version"]).stdout.strip()
-
-
 def _repo_state(git: Git, names: list[str]) -> dict[str, Any]:
     """What a repository resolves ``names`` to and the state that can change history under them."""
-    dirs = git.out("rev-parse", "--path-format=absolute", "--git-common-dir",
-                   "--git-dir").splitlines()
-    if len(dirs) != 2:
-        raise OSError(f"git rev-parse: unexpected answer for {git.repo}")
-    common, gitdir = Path(dirs[0]), Path(dirs[1])
-    files = {name: _file_digest(common / name) for name in _COMMON_FILES}
-    files.update({name: _file_digest(gitdir / name) for name in _GITDIR_FILES})
-    replace = git.run("for-each-ref", "--format=%(refname) %(objectname)", "refs/replace/",
-                      text=False).stdout
-    return {"common_dir": str(common), "git_dir": str(gitdir), "files": files,
-            "replace": hashlib.sha256(replace).hexdigest(),
-            "resolved": git.resolve_many(names)}
+    return {**repo_files_state(git), "resolved": git.resolve_many(names)}
 
 
 def _spec_parts(spec: Spec, policy_path: Path) -> dict[str, Any]:

@@ -50,9 +50,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from auditor.errors import ToolError
-from auditor.fsutil import atomic_write_text
+from auditor.fsutil import atomic_write_text, sha256_file
 from auditor.gitio import Git
 from auditor.model import Workspace
+from auditor.provenance.gitstate import git_version, repo_files_state
 from auditor.scan.interface import Origin, ScanTarget
 
 SLICE_CACHE_SCHEMA = "auditor/slice-cache/v1"
@@ -180,8 +181,8 @@ def slice_cache(cache_dir: Path | None, ws: Workspace,
         return None
     try:
         settings = blame_settings(ws)
-        return SliceCache(cache_dir, _digest([settings, ws.upstream_commit, ws.head_commit]),
-                          settings, path_histories(ws), upstream)
+        return SliceCache(cache_dir, blame_identity(ws, settings), settings, path_histories(ws),
+                          upstream)
     except (ToolError, OSError):
         return None
 
@@ -190,10 +191,11 @@ def _digest(parts: object) -> str:
     return hashlib.sha256(json.dumps(parts, default=str).encode()).hexdigest()
 
 
-def blame_identity(ws: Workspace) -> str:
+def blame_identity(ws: Workspace, settings: str | None = None) -> str:
     """What blame over the series says depends on: the two commits and git's settings
-    (:func:`blame_settings`). Two runs with the same identity blame alike."""
-    return _digest([blame_settings(ws), ws.upstream_commit, ws.head_commit])
+    (:func:`blame_settings`, computed unless given). Two runs with the same identity blame
+    alike."""
+    return _digest([settings or blame_settings(ws), ws.upstream_commit, ws.head_commit])
 
 
 @dataclass(frozen=True)
@@ -241,26 +243,19 @@ def path_histories(ws: Workspace) -> SeriesPaths | None:
 
 def blame_settings(ws: Workspace) -> str:
     """git's settings that can change what blame says of the same commits: the patches
-    repository's replace refs, grafts, shallow file, attributes and configuration (the
-    repository's, the user's), git's environment and version."""
-    git = Git(ws.patches_repo)
-    parts: list[object] = [git.out("--version"), git.out("for-each-ref", "refs/replace/"),
-                           {k: os.environ.get(k) for k in _BLAME_ENV}]
-    dirs = {git.out("rev-parse", "--absolute-git-dir")}
-    common = git.out("rev-parse", "--git-common-dir")
-    dirs.add(str(Path(ws.patches_repo, common)) if not os.path.isabs(common) else common)
+    repository's git-folder state (:func:`~auditor.provenance.gitstate.repo_files_state`: replace
+    refs, grafts, shallow file, attributes, configuration), the user's git configuration and
+    attributes, git's environment and version."""
     home = Path(os.environ.get("HOME", "/nonexistent"))
     xdg = Path(os.environ.get("XDG_CONFIG_HOME") or home / ".config")
-    files = [Path(d, name) for d in sorted(dirs)
-             for name in ("config", "config.worktree", "info/grafts", "info/attributes",
-                          "shallow")]
-    files += [home / ".gitconfig", xdg / "git" / "config", xdg / "git" / "attributes"]
-    for f in files:
+    user: dict[str, str | None] = {}
+    for f in (home / ".gitconfig", xdg / "git" / "config", xdg / "git" / "attributes"):
         try:
-            parts.append([str(f), hashlib.sha256(f.read_bytes()).hexdigest()])
-        except OSError as exc:
-            parts.append([str(f), exc.errno])
-    return _digest(parts)
+            user[str(f)] = sha256_file(f)
+        except FileNotFoundError:
+            user[str(f)] = None
+    return _digest([git_version(), repo_files_state(Git(ws.patches_repo)), user,
+                    {k: os.environ.get(k) for k in _BLAME_ENV}])
 
 
 def slice_targets(targets: Sequence[ScanTarget], modified: Callable[[ScanTarget], bool],
