@@ -143,14 +143,14 @@ class SemgrepScanner(ExternalTool, Scanner):
             "--x-ignore-semgrepignore-files", "--no-git-ignore", "--max-target-bytes=0",
             f"--timeout={self.rule_timeout}", f"--jobs={self.jobs}", *targets,
         ]
+        env = sealed_env(root / "home")
         try:
             if self.cli == "osemgrep":
                 # osemgrep anchors `paths: include` patterns (the gated rules' folders) at the
                 # project's git root; outside a repository it matches only file names (measured)
-                gitio.run(["git", "init", "-q", "--template=", str(root / "t")],
-                          env=sealed_env(root / "home"), check=True)
-            res = gitio.run(argv, cwd=root / "t", env=sealed_env(root / "home"),
-                            timeout=self.timeout, check=False)
+                gitio.run(["git", "init", "-q", "--template=", str(root / "t")], env=env,
+                          check=True)
+            res = gitio.run(argv, cwd=root / "t", env=env, timeout=self.timeout, check=False)
         except ToolError as exc:
             run = all_failed(files, f"semgrep: {exc.message}")
             return ScannerRun(findings={}, errors={**run.errors, **errors})
@@ -273,9 +273,10 @@ def gated_rules(doc: Mapping[str, Any], meta: Mapping[str, RuleMeta],
     admitted files, anchored at the staging root (whole folders where every file of its
     languages is admitted: :func:`~auditor.scan.prefilter.include_cover`). A rule that already
     has ``paths``, or a file name that would need escaping in a path pattern, leaves the rule
-    ungated: the pre-pass only ever saves time, it never decides what is checked. Semgrep's front end matches every include pattern
-    against every target (in Python), so at most ``_INCLUDE_BUDGET`` patterns are written, for
-    the rules that need the fewest; the others run ungated. Staged by :func:`stage_by_gates`,
+    ungated: the pre-pass only ever saves time, it never decides what is checked. Semgrep's
+    front end matches every include pattern against every target, so at most
+    ``_INCLUDE_BUDGET`` patterns are written, for the rules that need the fewest; the others run
+    ungated. Staged by :func:`stage_by_gates`,
     each rule needs at most one pattern per folder.
     """
     rules: list[Any] = []
