@@ -159,8 +159,8 @@ def measure_rules(case: Path, work: Path, store_rules: Path, *, whole: bool = Fa
     home.mkdir(parents=True, exist_ok=True)
     out = work / ("semgrep-whole-time.json" if whole else "semgrep-changed-time.json")
     from auditor.scan import rules as rules_mod
+    from auditor.scan.gating import gated_rules, stage_by_gates
     from auditor.scan.interface import Origin, ScanTarget
-    from auditor.scan.semgrep import gated_rules, stage_by_gates
 
     meta = rules_mod.load_rule_meta()
     targets = []
@@ -170,13 +170,14 @@ def measure_rules(case: Path, work: Path, store_rules: Path, *, whole: bool = Fa
                                   family="python" if rel.endswith(".py") else None, text=text))
     root = work / ("staged-whole" if whole else "staged")
     shutil.rmtree(root, ignore_errors=True)
-    staged = stage_by_gates(targets, root, lambda t: t.text, meta)
+    staging = stage_by_gates(targets, root, lambda t: t.text, meta)
+    staged = staging.files
     combined = rules_mod.combined_rules_json()
     config = work / "rules-gated.json"
     if combined is None:
         config = ROOT / "policies/semgrep/rules"
     else:
-        config.write_text(json.dumps(gated_rules(json.loads(combined), meta, staged)),
+        config.write_text(json.dumps(gated_rules(json.loads(combined), meta, staging)),
                           encoding="utf-8")
     sample = measure([str(BIN / "semgrep"), "scan", "--config", str(config),
                       "--metrics=off", "--json", "--time", "-o", str(out), "--no-git-ignore",

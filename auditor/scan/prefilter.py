@@ -26,7 +26,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
 _WORD = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _PUNCT = re.compile(r"^[^\sA-Za-z0-9_]+$")
@@ -67,6 +67,17 @@ def _has_item(text: str, item: str) -> bool:
     return all(has_word(text, w) for w in item.split("+"))
 
 
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+# a file's context is asked about once per function (auditor.scan.taintviews): remembered
+@lru_cache(maxsize=4096)
+def _words(text: str) -> frozenset[str]:
+    """Every run of identifier characters in ``text`` that starts with a letter or ``_``: a
+    superset of the words :func:`has_word` finds (it also takes ``abc`` from ``1abc``)."""
+    return frozenset(_IDENTIFIER.findall(text))
+
+
 @dataclass(frozen=True)
 class Prefilter:
     """Groups of items; a text passes when every group has an item in it."""
@@ -75,6 +86,29 @@ class Prefilter:
 
     def admits(self, text: str) -> bool:
         return _admits(self.groups, text)
+
+    def admits_parts(self, parts: Sequence[str]) -> bool:
+        """Whether the text made of ``parts`` passes, no item being looked for across two parts
+        (a ``word+word`` item may find each word in any part). Words are looked up in the set
+        of each part's identifiers, a superset of :meth:`admits`'s whole-word test."""
+        words = [_words(text) for text in parts]
+        for singles, combos, puncts in self._split:
+            if any(not singles.isdisjoint(w) for w in words):
+                continue
+            if any(all(any(x in w for w in words) for x in combo) for combo in combos):
+                continue
+            if any(_has_item(text, item) for item in puncts for text in parts):
+                continue
+            return False
+        return True
+
+    @cached_property
+    def _split(self) -> tuple[tuple[frozenset[str], tuple[tuple[str, ...], ...],
+                                    tuple[str, ...]], ...]:
+        """Each group as its single words, its ``a+b`` items and its punctuation items."""
+        return tuple((frozenset(i for i in g if "+" not in i and not _PUNCT.match(i)),
+                      tuple(tuple(i.split("+")) for i in g if "+" in i),
+                      tuple(i for i in g if _PUNCT.match(i))) for g in self.groups)
 
 
 # the scan asks twice per file and rule (to stage, then to write the rules): remembered, keyed by

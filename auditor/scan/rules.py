@@ -54,6 +54,7 @@ class RuleMeta:
     # metadata.prefilter: what a file must contain for the rule to match at all (see
     # auditor.scan.prefilter); empty: every file of its languages
     prefilter: tuple[tuple[str, ...], ...] = ()
+    taint: bool = False  # ``mode: taint``
 
 
 def rule_files(rules_dir: Path = RULES_DIR) -> tuple[Path, ...]:
@@ -162,7 +163,7 @@ def _parse_rule(raw: Any, path: Path, rel: str, n: int) -> RuleMeta:
     return RuleMeta(id=rule_id, category=category, severity=severity,
                     message=" ".join(message.split()), help=" ".join(help_text.split()),
                     languages=tuple(languages), file=rel, paths_include=globs,
-                    prefilter=prefilter)
+                    prefilter=prefilter, taint=raw.get("mode") == "taint")
 
 
 def canonical_rule_id(check_id: str, rules: Mapping[str, RuleMeta] | None = None) -> str | None:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import hashlib
 import json
 import posixpath
-import re
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -21,9 +20,10 @@ from typing import Any
 from auditor import gitio
 from auditor.errors import ToolError
 from auditor.model import Category, Severity
-from auditor.scan import pyshim
+from auditor.scan import pyshim, taintviews
 from auditor.scan import rules as rules_mod
 from auditor.scan.files import FAMILIES, canonical_language
+from auditor.scan.gating import gated_rules, stage_by_gates
 from auditor.scan.interface import (
     FileError,
     RawFinding,
@@ -32,9 +32,6 @@ from auditor.scan.interface import (
     ScanTarget,
     all_failed,
 )
-from auditor.scan.prefilter import Prefilter, include_cover, signature
-from auditor.scan.rules import RuleMeta
-from auditor.scan.staging import stage
 from auditor.scan.tools import ExternalTool, sealed_env
 from auditor.textsafe import redact
 
@@ -63,10 +60,12 @@ class SemgrepScanner(ExternalTool, Scanner):
     name = "semgrep"
 
     def __init__(self, rules_dir: Path | None = None, *, timeout: int = 600, jobs: int = 1,
-                 rule_timeout: int = 30, cli: str = "osemgrep") -> None:
+                 rule_timeout: int = 30, cli: str = "osemgrep", views: bool = True) -> None:
         if cli not in CLIS:
             raise ValueError(f"semgrep command line {cli!r}: one of {', '.join(CLIS)}")
         self.cli = cli
+        # taint rules read views of Python files (auditor.scan.taintviews); off: files whole
+        self.views = views
         self.rules_dir = (rules_dir or rules_mod.RULES_DIR).resolve()
         self.meta = rules_mod.load_rule_meta(self.rules_dir)
         self.ruleset = rules_mod.ruleset_hash(self.rules_dir)
@@ -92,7 +91,10 @@ class SemgrepScanner(ExternalTool, Scanner):
     def target_options(self, target: ScanTarget) -> str:
         if target.family == "cuda":
             return f"cuda-shim={self._shim_digest}"
-        return f"py-shim={pyshim.digest()}" if target.family == "python" else ""
+        if target.family != "python":
+            return ""
+        views = f";taint-views={taintviews.digest()}" if self.views else ""
+        return f"py-shim={pyshim.digest()}{views}"
 
     def accepts(self, target: ScanTarget) -> bool:
         if self.languages & {"generic", "regex"}:
@@ -130,16 +132,26 @@ class SemgrepScanner(ExternalTool, Scanner):
     def scan(self, files: Sequence[ScanTarget], workdir: Path) -> ScannerRun:
         if not files:
             return ScannerRun(findings={}, errors={})
-        errors: dict[str, FileError] = {}
         root = workdir / "semgrep"
-        staged = stage_by_gates(files, root / "t", self._transform, self.meta)
+        # the rules as one JSON file when that is exact (semgrep loads it ~2 s faster than the
+        # folder of YAML files; see auditor.scan.rules.combined_rules_json), each prefiltered rule
+        # limited to the copies it can match (auditor.scan.gating); else the folder, ungated
+        combined = rules_mod.combined_rules_json(self.rules_dir)
+        staging = stage_by_gates(files, root / "t", self._transform, self.meta,
+                                 views=self.views and combined is not None)
+        config = self.rules_dir
+        if combined is not None:
+            config = root / "rules.json"
+            config.write_text(json.dumps(gated_rules(json.loads(combined), self.meta, staging),
+                                         ensure_ascii=False, allow_nan=False), encoding="utf-8")
+        staged = staging.files
         targets = sorted(staged)
         if sum(len(t) + 1 for t in targets) > _ARGV_BUDGET:
             targets = sorted({t.split("/", 1)[0] for t in staged})
         argv = [
             self.exe, "scan", *(["--experimental"] if self.cli == "osemgrep" else []),
             "--json", "--metrics=off", "--disable-version-check",
-            "--config", str(self._config(root, staged)), "--no-rewrite-rule-ids", "--disable-nosem",
+            "--config", str(config), "--no-rewrite-rule-ids", "--disable-nosem",
             "--x-ignore-semgrepignore-files", "--no-git-ignore", "--max-target-bytes=0",
             f"--timeout={self.rule_timeout}", f"--jobs={self.jobs}", *targets,
         ]
@@ -152,35 +164,16 @@ class SemgrepScanner(ExternalTool, Scanner):
                           check=True)
             res = gitio.run(argv, cwd=root / "t", env=env, timeout=self.timeout, check=False)
         except ToolError as exc:
-            run = all_failed(files, f"semgrep: {exc.message}")
-            return ScannerRun(findings={}, errors={**run.errors, **errors})
+            return all_failed(files, f"semgrep: {exc.message}")
         try:
             doc = json.loads(res.stdout)
             if not isinstance(doc, dict):
                 raise ValueError("not an object")
         except ValueError:
             tail = " ".join(res.stderr.strip().splitlines()[-2:])[:300]
-            run = all_failed(files, f"semgrep exited {res.returncode} without a JSON report"
-                                    + (f": {tail}" if tail else ""))
-            return ScannerRun(findings={}, errors={**run.errors, **errors})
-        parsed = self._parse(doc, staged)
-        return ScannerRun(findings=parsed.findings, errors={**parsed.errors, **errors})
-
-    def _config(self, root: Path, staged: Mapping[str, ScanTarget] | None = None) -> Path:
-        """The rules as one JSON file when that is exact (semgrep loads it ~2 s faster than the
-        folder of YAML files; see :func:`~auditor.scan.rules.combined_rules_json`), else the
-        folder. In the JSON, a rule with a ``metadata.prefilter`` is given only the staged files
-        that can match it (:func:`gated_rules`)."""
-        combined = rules_mod.combined_rules_json(self.rules_dir)
-        if combined is None:
-            return self.rules_dir
-        if staged is not None:
-            combined = json.dumps(gated_rules(json.loads(combined), self.meta, staged),
-                                  ensure_ascii=False, allow_nan=False)
-        root.mkdir(parents=True, exist_ok=True)
-        path = root / "rules.json"
-        path.write_text(combined, encoding="utf-8")
-        return path
+            return all_failed(files, f"semgrep exited {res.returncode} without a JSON report"
+                                     + (f": {tail}" if tail else ""))
+        return self._parse(doc, staged)
 
     def _parse(self, doc: Mapping[str, Any], staged: Mapping[str, ScanTarget]) -> ScannerRun:
         by_rel = {posixpath.normpath(k): v for k, v in staged.items()}
@@ -255,70 +248,3 @@ def _partial_lines(err: Mapping[str, Any], target: ScanTarget,
             return ()  # a span we cannot read: the whole file stays unchecked
         out.append((start, max(start, end)))
     return tuple(sorted(out))
-
-
-# path patterns semgrep's own front end matches against every target (in Python): beyond this
-# many across all rules, the rules that admit the most files run ungated instead
-_INCLUDE_BUDGET = 400
-# a staged path that is safe to write as a semgrep path pattern without escaping
-_PLAIN_PATH = re.compile(r"^[A-Za-z0-9._/@+=,~-]+$")
-
-
-def gated_rules(doc: Mapping[str, Any], meta: Mapping[str, RuleMeta],
-                staged: Mapping[str, ScanTarget]) -> dict[str, Any]:
-    """The rules document with each prefiltered rule limited to the staged files it can match.
-
-    A rule whose prefilter admits every file is left as it is; one that admits none is left out
-    (it could not report anything); otherwise it gets ``paths.include`` naming exactly the
-    admitted files, anchored at the staging root (whole folders where every file of its
-    languages is admitted: :func:`~auditor.scan.prefilter.include_cover`). A rule that already
-    has ``paths``, or a file name that would need escaping in a path pattern, leaves the rule
-    ungated: the pre-pass only ever saves time, it never decides what is checked. Semgrep's
-    front end matches every include pattern against every target, so at most
-    ``_INCLUDE_BUDGET`` patterns are written, for the rules that need the fewest; the others run
-    ungated. Staged by :func:`stage_by_gates`,
-    each rule needs at most one pattern per folder.
-    """
-    rules: list[Any] = []
-    gated: dict[int, list[str]] = {}  # index in rules -> include patterns
-    for raw in doc.get("rules") or []:
-        rid = raw.get("id") if isinstance(raw, dict) else None
-        m = meta.get(rid) if isinstance(rid, str) else None
-        if m is None or not m.prefilter or "paths" in raw:
-            rules.append(raw)
-            continue
-        langs = {canonical_language(lang) for lang in m.languages}
-        mine = {rel: t for rel, t in staged.items()
-                if t.family is not None and FAMILIES[t.family][0] & langs}
-        if not all(_PLAIN_PATH.match(rel) for rel in mine):
-            rules.append(raw)
-            continue
-        pf = Prefilter(m.prefilter)
-        keep = sorted(rel for rel, t in mine.items() if pf.admits(t.text))
-        if not keep:
-            continue  # it could not report anything
-        if len(keep) < len(mine):
-            gated[len(rules)] = include_cover(keep, mine)
-        rules.append(raw)
-    budget = _INCLUDE_BUDGET
-    for i, patterns in sorted(gated.items(), key=lambda kv: len(kv[1])):
-        if len(patterns) <= budget:
-            budget -= len(patterns)
-            rules[i] = {**rules[i], "paths": {"include": patterns}}
-    return {**doc, "rules": rules}
-
-
-def stage_by_gates(files: Sequence[ScanTarget], root: Path, transform: Callable[[ScanTarget], str],
-                   meta: Mapping[str, RuleMeta]) -> dict[str, ScanTarget]:
-    """:func:`~auditor.scan.staging.stage`, with the files grouped in folders ``g<mask>`` by
-    which prefiltered rules admit them (:func:`~auditor.scan.prefilter.signature`), so that
-    :func:`gated_rules` can name a few folders instead of hundreds of files."""
-    prefilters = [Prefilter(m.prefilter) for _, m in sorted(meta.items()) if m.prefilter]
-    groups: dict[int, list[ScanTarget]] = {}
-    for t in files:
-        groups.setdefault(signature(t.text, prefilters) if prefilters else 0, []).append(t)
-    out: dict[str, ScanTarget] = {}
-    for mask, group in sorted(groups.items()):
-        out.update({f"g{mask}/{rel}": t for rel, t in stage(group, root / f"g{mask}",
-                                                              transform).items()})
-    return out

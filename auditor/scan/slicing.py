@@ -68,6 +68,7 @@ _ODD_BREAK = re.compile("\r(?!\n)|[\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
 # bidirectional control characters (bandit B613 reports only the first in a file)
 _BIDI = re.compile("[\u202a-\u202e\u2066-\u2069\u200f]")
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+Function = ast.FunctionDef | ast.AsyncFunctionDef
 _SOURCE_DIGEST = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]
 _SCOPE_WORDS = re.compile(r"\b(?:global|nonlocal)\b")
 _IMPORT_WORD = re.compile(r"\bimport\b")
@@ -300,14 +301,30 @@ def slice_targets(targets: Sequence[ScanTarget], modified: Callable[[ScanTarget]
 def slice_python(text: str, changed: AbstractSet[int]) -> Slice | None:
     """The slice of ``text`` that keeps every function near a line in ``changed`` (1-based), or
     None when the file is to be scanned whole (see the module docstring)."""
+    tree = parse_sliceable(text)
+    if tree is None:
+        return None
+    return elide_functions(text, tree, lambda f: _near(f, changed))
+
+
+def parse_sliceable(text: str) -> ast.Module | None:
+    """``text`` parsed, or None when it is not to be sliced at all: it does not parse as Python 3
+    here, or has a line break or bidirectional control character the scanners count differently."""
     if _ODD_BREAK.search(text) or _BIDI.search(text):
         return None
     try:
-        tree = ast.parse(text)
+        return ast.parse(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
+
+
+def elide_functions(text: str, tree: ast.Module, keep: Callable[[Function], bool], *,
+                    verify: bool = True) -> Slice | None:
+    """``text`` (parsed as ``tree``) with the bodies of the outermost functions that ``keep``
+    refuses left out (those that can be: see :func:`elidable`), lines and columns in place; None
+    when nothing is left out or (``verify``) the result would not parse."""
     lines = text.split("\n")
-    elided = [f for f in _functions(tree.body) if not _near(f, changed) and _elidable(f, lines)]
+    elided = [f for f in outer_functions(tree.body) if not keep(f) and elidable(f, lines)]
     out = list(lines)
     left_out = functions = 0
     for f in elided:
@@ -318,6 +335,8 @@ def slice_python(text: str, changed: AbstractSet[int]) -> Slice | None:
     if not functions:
         return None
     sliced = "\n".join(out)
+    if not verify:
+        return Slice(text=sliced, functions=functions, lines=left_out)
     try:  # a slice that does not parse would leave the file unread: scan it whole instead
         ast.parse(sliced)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
@@ -325,7 +344,7 @@ def slice_python(text: str, changed: AbstractSet[int]) -> Slice | None:
     return Slice(text=sliced, functions=functions, lines=left_out)
 
 
-def _functions(stmts: Sequence[ast.stmt]) -> Iterator[ast.FunctionDef | ast.AsyncFunctionDef]:
+def outer_functions(stmts: Sequence[ast.stmt]) -> Iterator[Function]:
     """The outermost functions among ``stmts``: at module level, in classes, in compound
     statements (``if``/``try``/``with`` ...), but not inside other functions."""
     for s in stmts:
@@ -333,34 +352,35 @@ def _functions(stmts: Sequence[ast.stmt]) -> Iterator[ast.FunctionDef | ast.Asyn
             yield s
             continue
         if isinstance(s, ast.ClassDef):
-            yield from _functions(s.body)
+            yield from outer_functions(s.body)
             continue
         for name in _COMPOUND_FIELDS:
             for child in getattr(s, name, None) or ():
                 if isinstance(child, ast.stmt):
-                    yield from _functions([child])
+                    yield from outer_functions([child])
                 elif isinstance(child, (ast.ExceptHandler, ast.match_case)):
-                    yield from _functions(child.body)
+                    yield from outer_functions(child.body)
 
 
-def _span(f: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[int, int]:
+def span(f: Function) -> tuple[int, int]:
+    """The function's first line (its first decorator's) and last line, 1-based."""
     return _start(f), _end(f)
 
 
-def _near(f: ast.FunctionDef | ast.AsyncFunctionDef, changed: AbstractSet[int]) -> bool:
+def _near(f: Function, changed: AbstractSet[int]) -> bool:
     """Whether a changed line is in the function or on the line just before or after it."""
-    start, end = _span(f)
+    start, end = span(f)
     return any(n in changed for n in range(start - 1, end + 2))
 
 
-def _elidable(f: ast.FunctionDef | ast.AsyncFunctionDef, lines: Sequence[str]) -> bool:
+def elidable(f: Function, lines: Sequence[str]) -> bool:
     """Whether the body can be left out: it starts on a line of its own and declares no
     ``global``/``nonlocal`` (a word test on its lines: a comment or string only keeps more)."""
     first = f.body[0]
     start = _start(first)
     if start == first.lineno and not _blank(_prefix(lines[start - 1], first.col_offset)):
         return False
-    return not any(_SCOPE_WORDS.search(lines[n - 1]) for n in range(start, _end(f) + 1))
+    return not _SCOPE_WORDS.search("\n".join(lines[start - 1:_end(f)]))
 
 
 def _start(stmt: ast.stmt) -> int:
@@ -370,7 +390,7 @@ def _start(stmt: ast.stmt) -> int:
     return min([stmt.lineno, *(d.lineno for d in decorators)])
 
 
-def _end(f: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
+def _end(f: Function) -> int:
     return f.end_lineno or f.body[-1].lineno
 
 
@@ -393,12 +413,12 @@ def _imports(stmts: Iterable[ast.stmt]) -> dict[int, list[str]]:
     return out
 
 
-def _elide(f: ast.FunctionDef | ast.AsyncFunctionDef, lines: Sequence[str],
+def _elide(f: Function, lines: Sequence[str],
            out: list[str]) -> int:
     """Replace the body's lines in ``out``; returns how many non-blank lines were left out."""
     first, end = _start(f.body[0]), _end(f)
     indent = lines[first - 1][:len(lines[first - 1]) - len(lines[first - 1].lstrip(" \t"))]
-    has_import = any(_IMPORT_WORD.search(lines[n - 1]) for n in range(first, end + 1))
+    has_import = bool(_IMPORT_WORD.search("\n".join(lines[first - 1:end])))
     imports = _imports(f.body) if has_import else {}
     for n in range(first, end + 1):
         cr = "\r" if lines[n - 1].endswith("\r") else ""

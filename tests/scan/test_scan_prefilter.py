@@ -6,14 +6,16 @@ from __future__ import annotations
 import hashlib
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 from test_scan_rules import ANNOTATION_RE, needs_semgrep
 
 from auditor.scan import rules as rules_mod
+from auditor.scan.gating import Staging, gated_rules, stage_by_gates
 from auditor.scan.interface import Origin, ScanTarget
 from auditor.scan.prefilter import Prefilter, has_word, parse_groups
-from auditor.scan.semgrep import SemgrepScanner, gated_rules
+from auditor.scan.semgrep import SemgrepScanner
 
 GATED = {m.id: m for m in rules_mod.load_rule_meta().values() if m.prefilter}
 
@@ -69,20 +71,28 @@ def test_every_hostile_fixture_passes_its_rules_prefilter() -> None:
                         assert Prefilter(GATED[rid].prefilter).admits(text), (rid, path)
 
 
-def test_gated_rules_include_only_admitted_files_and_drop_rules_with_none() -> None:
+def test_gated_rules_include_only_admitted_files_and_drop_rules_with_none(
+        tmp_path: Path) -> None:
     rule = GATED["unsafe-deserialization.python.untrusted-channel"]
+    meta = rules_mod.load_rule_meta()
     doc = {"rules": [{"id": rule.id, "languages": ["python"], "mode": "taint"},
                      {"id": "network.python.http-client", "languages": ["python"]}]}
-    staged = {"b/vllm/a.py": target("vllm/a.py", "import pickle\nd = pickle.loads(s.recv(9))\n"),
-              "b/vllm/b.py": target("vllm/b.py", "x = 1\n")}
-    out = gated_rules(doc, rules_mod.load_rule_meta(), staged)
-    assert out["rules"][0]["paths"] == {"include": ["/b/vllm/a.py"]}
+    texts = {"vllm/a.py": "import pickle\nd = pickle.loads(s.recv(9))\n", "vllm/b.py": "x = 1\n"}
+
+    def gate(texts: dict[str, str], where: str) -> tuple[Staging, dict[str, Any]]:
+        staging = stage_by_gates([target(rel, text) for rel, text in texts.items()],
+                                 tmp_path / where, lambda t: t.text, meta)
+        return staging, gated_rules(doc, meta, staging)
+
+    staging, out = gate(texts, "both")
+    (a_rel,) = [rel for rel, t in staging.files.items() if t.path == "vllm/a.py"]
+    assert out["rules"][0]["paths"] == {"include": [f"/{a_rel.split('/')[0]}/"]}
     assert "paths" not in out["rules"][1]  # no prefilter: every file
-    only_b = gated_rules(doc, rules_mod.load_rule_meta(), {"b/vllm/b.py": staged["b/vllm/b.py"]})
+    _, only_b = gate({"vllm/b.py": texts["vllm/b.py"]}, "b")
     assert [r["id"] for r in only_b["rules"]] == ["network.python.http-client"]
     # a name that would need escaping in a path pattern leaves the rule ungated
-    odd = {**staged, "b/vllm/c[1].py": target("vllm/c[1].py", "x = 2\n")}
-    assert "paths" not in gated_rules(doc, rules_mod.load_rule_meta(), odd)["rules"][0]
+    _, odd = gate({**texts, "vllm/c[1].py": "x = 2\n"}, "odd")
+    assert "paths" not in odd["rules"][0]
 
 
 @needs_semgrep
@@ -127,19 +137,18 @@ def test_staging_by_gates_lets_each_gated_rule_name_folders(tmp_path: Path) -> N
     """Files are staged in one folder per set of prefiltered rules that admit them; a gated rule
     then lists folders (a few patterns, not one per file: semgrep's front end matches each
     pattern against every target in Python), and still exactly the files it admits."""
-    from auditor.scan.semgrep import stage_by_gates
-
     meta = rules_mod.load_rule_meta()
     texts = {"vllm/chan.py": "import pickle\nd = pickle.loads(s.recv(9))\n",
              "vllm/chan2.py": "import pickle\nd = pickle.loads(sock.recv(4))\n",
              "vllm/plain.py": "x = 1\n", "vllm/plain2.py": "y = 2\n"}
-    staged = stage_by_gates([target(rel, text) for rel, text in texts.items()],
-                            tmp_path, lambda t: t.text, meta)
+    staging = stage_by_gates([target(rel, text) for rel, text in texts.items()],
+                             tmp_path, lambda t: t.text, meta)
+    staged = staging.files
     assert len(staged) == 4 and all((tmp_path / rel).is_file() for rel in staged)
     assert len({rel.split("/")[0] for rel in staged}) == 2  # two admission sets, two folders
     rid = "unsafe-deserialization.python.untrusted-channel"
     doc = {"rules": [{"id": rid, "languages": ["python"], "mode": "taint"}]}
-    include = gated_rules(doc, meta, staged)["rules"][0]["paths"]["include"]
+    include = gated_rules(doc, meta, staging)["rules"][0]["paths"]["include"]
     assert len(include) == 1 and include[0].endswith("/")
     covered = {rel for rel in staged if f"/{rel}".startswith(include[0])}
     assert {staged[rel].path for rel in covered} == {"vllm/chan.py", "vllm/chan2.py"}

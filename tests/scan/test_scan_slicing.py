@@ -117,7 +117,7 @@ def target(rel: str, text: str) -> ScanTarget:
 
 def spans(text: str) -> list[tuple[int, int]]:
     tree = ast.parse(text)
-    return [slicing._span(f) for f in slicing._functions(tree.body)]
+    return [slicing.span(f) for f in slicing.outer_functions(tree.body)]
 
 
 def module_lines(text: str) -> set[int]:

@@ -1,0 +1,262 @@
+"""Taint views (``auditor.scan.taintviews``): a taint rule reads only the functions it can match.
+
+What the views rest on is checked against the real semgrep (its taint analysis follows module-level
+taint into functions and nothing from one function to another), and the semgrep scanner is run
+with and without views over every rule fixture, the hostile shapes below and files written here,
+and must give the same findings and errors both ways, with both of semgrep's command lines.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_scan_osemgrep import answers
+from test_scan_osemgrep import targets as fixture_targets
+from test_scan_rules import needs_semgrep
+
+from auditor.scan import rules as rules_mod
+from auditor.scan.gating import Staging, gated_rules, prefiltered, stage_by_gates
+from auditor.scan.interface import Origin, ScanTarget
+from auditor.scan.prefilter import Prefilter
+from auditor.scan.semgrep import SemgrepScanner
+from auditor.scan.taintviews import taint_views
+from auditor.subproc import run
+
+LOGGED = "prompt-logging.python.request-content-logged"
+
+# What the views assume of semgrep: a finding in a function follows from that function and the
+# module-level code. Lines marked "reported" are the only findings semgrep gives here.
+FLOWS = '''\
+G = source()
+
+
+def reads_module_taint():
+    sink(G)  # reported: module-level taint reaches functions
+
+
+class C:
+    A = source()
+
+    def __init__(self):
+        self.x = source()
+
+    def other_method(self):
+        sink(self.x)  # not followed from __init__
+
+    def class_attribute(self):
+        sink(self.A)
+        sink(C.A)
+
+
+def sets_global():
+    global H
+    H = source()
+
+
+def reads_global():
+    sink(H)  # not followed from sets_global
+
+
+def returns_taint():
+    return source()
+
+
+def calls():
+    sink(returns_taint())  # not followed through a return
+
+
+def takes(a):
+    sink(a)  # not followed from a call site
+
+
+def call_site():
+    takes(source())
+
+
+K = source()
+
+
+def default_argument(k=K):
+    sink(k)  # reported: the default is module-level taint
+
+
+def closure():
+    v = source()
+
+    def inner():
+        sink(v)  # not followed into the closure
+    return inner
+'''
+
+FLOW_RULE = {"rules": [{
+    "id": "t", "languages": ["python"], "severity": "ERROR", "message": "m", "mode": "taint",
+    "pattern-sources": [{"pattern": "source()"}], "pattern-sinks": [{"pattern": "sink(...)"}]}]}
+
+
+@needs_semgrep
+def test_semgrep_taint_is_intraprocedural_as_the_views_assume(tmp_path: Path) -> None:
+    (tmp_path / "flows.py").write_text(FLOWS, encoding="utf-8")
+    (tmp_path / "rule.json").write_text(json.dumps(FLOW_RULE), encoding="utf-8")
+    semgrep = str(Path(rules_mod.__file__).parents[2] / ".venv/bin/semgrep")
+    exe = semgrep if Path(semgrep).exists() else "semgrep"
+    res = run([exe, "scan", "--experimental", "--json", "--metrics=off",
+               "--disable-version-check", "--config", "rule.json", "flows.py"], cwd=tmp_path,
+              env={"HOME": str(tmp_path), "PATH": "/usr/bin:/bin"}, check=False)
+    doc = json.loads(res.stdout)
+    reported = sorted(r["start"]["line"] for r in doc["results"])
+    expected = [n for n, line in enumerate(FLOWS.splitlines(), start=1) if "# reported" in line]
+    # if semgrep ever follows taint further, the views must follow it too: this fails first
+    assert reported == expected
+
+
+def target(path: str, text: str) -> ScanTarget:
+    return ScanTarget(key=f"b:{path}", path=path, origin=Origin.BUNDLE, sha256="",
+                      family="python", text=text)
+
+
+def logged_view(text: str) -> Any:
+    pf = Prefilter(rules_mod.load_rule_meta()[LOGGED].prefilter)
+    assert pf.admits(text)
+    return taint_views(text, [pf])[0]
+
+
+MODEL = '''\
+import logging
+
+logger = logging.getLogger(__name__)
+
+
+def forward(input_ids, positions):
+    hidden = embed(input_ids)
+    return hidden + positions
+
+
+def report(count):
+    logger.info("served %d requests", count)
+
+
+def leak(request):
+    logger.info("prompt: %s", request.prompt)
+'''
+
+
+def test_a_view_keeps_only_the_functions_with_a_source_and_a_sink_word() -> None:
+    view = logged_view(MODEL)
+    assert view is not None and view.text is not None
+    lines = view.text.split("\n")
+    assert len(lines) == len(MODEL.split("\n"))  # lines in place
+    assert "request.prompt" in view.text  # leak: source and sink words
+    assert "embed(input_ids)" not in view.text  # forward: a source word, no sink word
+    assert "served" not in view.text  # report: a sink word, no source word
+    assert lines[5] == "def forward(input_ids, positions):" and lines[6] == "    ..."
+    assert view.functions == 2
+
+
+def test_module_level_words_count_for_every_function() -> None:
+    # a module-level source: report() could log it, so report() is kept
+    text = MODEL.replace("logger = logging", "prompt = load()\nlogger = logging")
+    view = logged_view(text)
+    assert view is not None and view.text is not None and "served" in view.text
+    # a module-level source and sink: every function could match, the file is read whole
+    assert logged_view(text + "print(prompt)\n") is None
+
+
+def test_imports_inside_functions_count_for_every_function() -> None:
+    text = ("def setup():\n    from json import dump as keep\n    return keep\n\n\n"
+            "def leak(request, f):\n    keep(request.prompt, f)\n\n\n"
+            "def count(n):\n    return n + 1\n")
+    # the sink word (dump) is only in setup's import, which semgrep resolves in leak too
+    view = logged_view(text)
+    assert view is not None and view.text is not None
+    assert "keep(request.prompt, f)" in view.text and "n + 1" not in view.text
+
+
+def test_a_rule_that_can_match_no_function_is_not_given_the_file() -> None:
+    text = ("import logging\n\n\ndef forward(input_ids):\n    return input_ids\n\n\n"
+            "def report(n):\n    logging.info('%d', n)\n")
+    view = logged_view(text)
+    assert view is not None and view.text is None
+
+
+def test_files_that_are_not_sliced_are_read_whole() -> None:
+    assert logged_view("def f(prompt):\n    print(prompt\n") is None  # does not parse
+    assert logged_view("print(prompt)\n") is None  # no function
+
+
+def _staging(tmp_path: Path, texts: dict[str, str]) -> Staging:
+    meta = rules_mod.load_rule_meta()
+    return stage_by_gates([target(p, t) for p, t in texts.items()], tmp_path,
+                          lambda t: t.text, meta)
+
+
+def test_views_are_staged_apart_and_every_other_rule_excludes_them(tmp_path: Path) -> None:
+    staging = _staging(tmp_path, {"vllm/model.py": MODEL, "vllm/plain.py": "x = 1\n"})
+    assert staging.views >= 1 and staging.view_folders
+    view_rel = next(rel for rel in staging.files if rel.startswith("v"))
+    assert view_rel in staging.readers[LOGGED]
+    base = next(rel for rel in staging.files
+                if rel.startswith("g") and rel.endswith("vllm/model.py"))
+    assert base not in staging.readers[LOGGED]  # the rule reads its view instead
+    assert (tmp_path / view_rel).read_text(encoding="utf-8").count("\n") == MODEL.count("\n")
+    doc = {"rules": [{"id": LOGGED, "languages": ["python"], "mode": "taint"},
+                     {"id": "network.python.http-client", "languages": ["python"]},
+                     {"id": "x.generic.own", "languages": ["generic"],
+                      "paths": {"include": ["*.conf"], "exclude": ["/tests/"]}}]}
+    rules = gated_rules(doc, rules_mod.load_rule_meta(), staging)["rules"]
+    excluded = [f"/{f}/" for f in staging.view_folders]
+    assert f"/{view_rel.split('/')[0]}/" in rules[0]["paths"]["include"]
+    assert "exclude" not in rules[0]["paths"]
+    assert rules[1]["paths"] == {"exclude": excluded}
+    assert rules[2]["paths"] == {"include": ["*.conf"], "exclude": ["/tests/", *excluded]}
+
+
+HOSTILE = {
+    # a prompt logged in one method of a large class whose other methods are clean
+    "vllm/engine/serving.py": (
+        "import logging\nimport os\n\nlogger = logging.getLogger(__name__)\n\n\n"
+        "class Server:\n    timeout = 5\n\n"
+        "    def start(self, port):\n        logger.info('listening on %d', port)\n\n"
+        "    def generate(self, request):\n        text = request.prompt\n"
+        "        logger.info('prompt=%s', text)\n        return text\n\n"
+        "    def tokens(self, input_ids):\n        return len(input_ids)\n\n\n"
+        "def token():\n    key = os.environ['HF_TOKEN']\n    print(key)\n\n\n"
+        "def unrelated():\n    return os.environ.get('HOME')\n"),
+    # the sink imported in one function under another name, used in another
+    "vllm/utils/alias.py": (
+        "def _setup():\n    from json import dump as keep\n    return keep\n\n\n"
+        "def handle(request, f):\n    keep(request.prompt, f)\n\n\n"
+        "def forward(input_ids):\n    return input_ids\n"),
+    # module-level taint read in a function
+    "vllm/utils/module.py": (
+        "import sys\nprompt = sys.argv[1]\n\n\ndef dump(f):\n"
+        "    f.write(prompt)\n\n\ndef other(x):\n    return x\n"),
+}
+
+
+def _views_off_and_on(tmp_path: Path, files: list[ScanTarget], cli: str) -> tuple[Any, Any]:
+    off = SemgrepScanner(jobs=2, cli=cli, views=False).scan(files, tmp_path / "off")
+    on = SemgrepScanner(jobs=2, cli=cli, views=True).scan(files, tmp_path / "on")
+    return answers(off), answers(on)
+
+
+@needs_semgrep
+@pytest.mark.parametrize("cli", ["osemgrep", "pysemgrep"])
+def test_views_give_the_findings_whole_files_give(tmp_path: Path, cli: str) -> None:
+    files = fixture_targets() + [target(p, t) for p, t in HOSTILE.items()]
+    off, on = _views_off_and_on(tmp_path, files, cli)
+    assert on == off
+    # the comparison covered views: some were staged, and rules read them
+    config = (tmp_path / "on" / "semgrep" / "rules.json").read_text(encoding="utf-8")
+    assert '"/v' in config and '"exclude"' in config
+    assert {r for r, *_ in on["findings"]["b:vllm/engine/serving.py"]} >= {
+        LOGGED, "secret-access.python.secret-exfiltration"}
+    assert on["findings"]["b:vllm/utils/alias.py"]
+    assert on["findings"]["b:vllm/utils/module.py"]
+
+
+def test_every_taint_rule_with_a_prefilter_gets_views() -> None:
+    taint = [m.id for m in prefiltered(rules_mod.load_rule_meta()) if m.taint]
+    assert LOGGED in taint and len(taint) >= 5
