@@ -31,7 +31,10 @@ def default_scanners(spec: Spec, *, jobs: int, rules_dir: Path | None = None) ->
     coding (Python coding declarations), cmake (what the build fetches and runs)."""
     timeout = spec.scan.timeout if spec.scan is not None else 600
     return [
-        SemgrepScanner(rules_dir, timeout=timeout, jobs=jobs),
+        # bandit (one process) runs beside semgrep: semgrep gets the other cores. On 2 cores a
+        # second semgrep worker cost ~40 % more CPU and, with bandit beside it, more wall time
+        # too (benchmarks/RESULTS.md)
+        SemgrepScanner(rules_dir, timeout=timeout, jobs=max(1, jobs - 1)),
         BuiltinScanner(spec.profile.request_logging_flags, spec.profile.telemetry_env),
         BanditScanner(timeout=timeout),
         CodingScanner(),
