@@ -14,6 +14,7 @@ it, keys included); :func:`dump_json` is the one serialiser every JSON document 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import re
@@ -351,11 +352,25 @@ def redact(text: str) -> str:
     if len(text) < 8:
         return text
     # one run redacts the same strings many times (audit.json, then each report): short ones are
-    # remembered (the function is pure); long ones (file texts, diffs) are not kept alive
-    return _redact_short(text) if len(text) <= _MEMO_MAX_CHARS else _redact(text)
+    # remembered (the function is pure); long ones (file texts, diffs) are not kept alive, only
+    # the digests of what redaction gave back, which (idempotent) it would give back unchanged
+    # (a series' diffs are redacted when read, then again in the SBOM: ~0.1 s per MB saved)
+    if len(text) <= _MEMO_MAX_CHARS:
+        return _redact_short(text)
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
+    if digest in _REDACTED_LONG:
+        return text
+    out = _redact(text)
+    if len(_REDACTED_LONG) >= _MEMO_MAX_LONG:
+        _REDACTED_LONG.clear()
+    _REDACTED_LONG.add(digest if out == text else
+                       hashlib.sha256(out.encode("utf-8", "surrogatepass")).digest())
+    return out
 
 
 _MEMO_MAX_CHARS = 2048
+_MEMO_MAX_LONG = 8192
+_REDACTED_LONG: set[bytes] = set()
 
 
 @lru_cache(maxsize=32768)

@@ -1,12 +1,14 @@
 """What git reads besides the refs and objects it is asked about: the state under which two runs
 see the same history (replace refs, grafts, the shallow file, alternates, configuration and
-attributes of a repository's git folders) and git's own version. The proof cache and the slice
-cache both key on it."""
+attributes of a repository's git folders) and git's own version. The proof cache, the slice
+cache and the SBOM's diff cache key on it."""
 
 from __future__ import annotations
 
 import functools
 import hashlib
+import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +19,13 @@ from auditor.gitio import Git, run
 COMMON_FILES = ("config", "info/grafts", "shallow", "info/attributes",
                 "objects/info/alternates", "objects/info/grafts")
 GITDIR_FILES = ("config.worktree",)
+# git's environment that can change what it shows of the same commits
+_GIT_ENV = ("GIT_REPLACE_REF_BASE", "GIT_NO_REPLACE_OBJECTS", "GIT_GRAFT_FILE",
+            "GIT_SHALLOW_FILE", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM", "GIT_CONFIG_NOSYSTEM",
+            "GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT", "GIT_ATTR_NOSYSTEM", "HOME",
+            "XDG_CONFIG_HOME")
+# the system-wide configuration and attributes of a Debian-built git (its prefix is /usr)
+_SYSTEM_FILES = (Path("/etc/gitconfig"), Path("/etc/gitattributes"))
 
 
 @functools.cache
@@ -46,3 +55,22 @@ def repo_files_state(git: Git) -> dict[str, Any]:
                       text=False).stdout
     return {"common_dir": str(common), "git_dir": str(gitdir), "files": files,
             "replace": hashlib.sha256(replace).hexdigest()}
+
+
+def git_settings(git: Git) -> str:
+    """A digest of everything besides refs and objects that can change what git says of the same
+    commits of ``git``'s repository (blame, diffs): its git-folder state
+    (:func:`repo_files_state`), the user's and the system's configuration and attributes, git's
+    environment and version."""
+    home = Path(os.environ.get("HOME", "/nonexistent"))
+    xdg = Path(os.environ.get("XDG_CONFIG_HOME") or home / ".config")
+    files: dict[str, str | None] = {}
+    for f in (home / ".gitconfig", xdg / "git" / "config", xdg / "git" / "attributes",
+              *_SYSTEM_FILES):
+        try:
+            files[str(f)] = sha256_file(f)
+        except FileNotFoundError:
+            files[str(f)] = None
+    parts = [git_version(), repo_files_state(git), files,
+             {k: os.environ.get(k) for k in _GIT_ENV}]
+    return hashlib.sha256(json.dumps(parts, default=str).encode()).hexdigest()

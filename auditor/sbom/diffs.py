@@ -8,14 +8,21 @@ the first :data:`DIFF_CAP` bytes, with secrets redacted, behind mbox-style heade
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import json
+import re
 from dataclasses import dataclass
+from pathlib import Path
 
+from auditor import redaction
+from auditor.fsutil import atomic_write_text
 from auditor.gitio import Git
 from auditor.textsafe import redact
 
 #: bytes of each diff kept in the SBOM (the digest always covers the full diff)
 DIFF_CAP = 64 * 1024
+_SHA256 = re.compile(r"[0-9a-f]{64}")
 
 
 @dataclass(frozen=True)
@@ -47,3 +54,55 @@ def commit_diff(git: Git, sha: str, cap: int = DIFF_CAP) -> CommitDiff:
                  f"sha256 of the full diff {digest}]\n")
     return CommitDiff(sha=sha, sha256=digest, size=len(data), text=text, truncated=truncated,
                       redacted=safe != body)
+
+
+DIFF_CACHE_SCHEMA = "auditor/diff-cache/v1"
+_CODE = hashlib.sha256(Path(__file__).read_bytes()
+                       + Path(redaction.__file__).read_bytes()).hexdigest()[:16]
+
+
+class DiffCache:
+    """Each commit's :class:`CommitDiff` under ``<cache>/diffs/``, keyed by the commit, the cap,
+    git's settings (:func:`~auditor.provenance.gitstate.git_settings`: what git shows of the same
+    commit depends on them, replace refs and configuration included) and this code: a warm run
+    shows no diff again. An entry that cannot be read is a miss; one that cannot be written only
+    costs speed. Entries hold the redacted text only."""
+
+    def __init__(self, root: Path, settings: str, cap: int = DIFF_CAP) -> None:
+        self.root = root / "diffs"
+        self.settings = settings
+        self.cap = cap
+
+    def _file(self, sha: str) -> tuple[Path, str]:
+        raw = json.dumps([DIFF_CACHE_SCHEMA, _CODE, self.settings, self.cap, sha])
+        key = hashlib.sha256(raw.encode()).hexdigest()
+        return self.root / key[:2] / f"{key}.json", key
+
+    def get(self, sha: str) -> CommitDiff | None:
+        path, key = self._file(sha)
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            if data.get("key") != key:
+                return None
+            d = CommitDiff(sha=sha, sha256=str(data["sha256"]), size=int(data["size"]),
+                           text=str(data["text"]), truncated=bool(data["truncated"]),
+                           redacted=bool(data["redacted"]))
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+        return d if _SHA256.fullmatch(d.sha256) else None
+
+    def put(self, d: CommitDiff) -> None:
+        path, key = self._file(d.sha)
+        doc = {"key": key, "sha256": d.sha256, "size": d.size, "text": d.text,
+               "truncated": d.truncated, "redacted": d.redacted}
+        with contextlib.suppress(OSError):
+            atomic_write_text(path, json.dumps(doc, ensure_ascii=False), mode=0o600)
+
+    def diff(self, git: Git, sha: str) -> CommitDiff:
+        """The cached diff of ``sha``, else :func:`commit_diff` (then cached)."""
+        found = self.get(sha)
+        if found is not None:
+            return found
+        d = commit_diff(git, sha, self.cap)
+        self.put(d)
+        return d

@@ -16,14 +16,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from auditor import __version__
-from auditor.errors import InputError
+from auditor.errors import InputError, ToolError
 from auditor.fsutil import atomic_write_text, sha256_file
 from auditor.gitio import Git
 from auditor.model import STAGES, StageResult, StageStatus, Workspace, compute_verdict, status_for
+from auditor.provenance.gitstate import git_settings
 from auditor.provenance.treehash import manifest_digest
 from auditor.results.audit_file import warm_jsonschema
 from auditor.results.sbom import ProvenanceDocument, SbomData, SbomDocument
-from auditor.sbom.diffs import commit_diff
+from auditor.sbom.diffs import DiffCache, commit_diff
 from auditor.sbom.formats import memo_file, remembered
 from auditor.sbom.inputs import BuildInfo, DepsInfo, read_build, read_deps
 from auditor.spec import Spec
@@ -80,10 +81,13 @@ class SbomStage(Stage):
                                reasons=tuple(reasons), not_checked=tuple(not_checked))
 
         git = Git(ws.patches_repo)
+        cache = _diff_cache(ctx, git)
         with ctx.status(f"sbom: reading {len(ws.commits)} series diffs"):
-            # one `git show` per commit; git runs in its own processes, so a small pool overlaps them
+            # one `git show` per commit not cached; git runs in its own processes, so a small pool
+            # overlaps them
+            show = cache.diff if cache is not None else commit_diff
             with ThreadPoolExecutor(max_workers=max(1, ctx.options.jobs)) as pool:
-                shown = pool.map(lambda sha: commit_diff(git, sha), [c.sha for c in ws.commits])
+                shown = pool.map(lambda sha: show(git, sha), [c.sha for c in ws.commits])
                 diffs = {d.sha: d for d in shown}
         manifest = manifest_digest(ws.manifest)  # the same digest verify reports
         reproducible = ctx.options.reproducible
@@ -282,3 +286,11 @@ def export_sbom(result: StageResult, ctx: Context, output: Path | None) -> Path 
     if prov.is_file():
         ctx.progress(f"provenance statement written to {prov_target}")
     return target
+
+
+def _diff_cache(ctx: Context, git: Git) -> DiffCache | None:
+    """The series diffs' cache, or None when git's settings could not be read."""
+    try:
+        return DiffCache(ctx.cache_dir, git_settings(git))
+    except (ToolError, OSError):
+        return None

@@ -24,12 +24,17 @@ from pathlib import Path
 REST = "**"
 STAND_IN = "0:"  # as wide as REST
 _OPEN, _CLOSE = frozenset("([{"), frozenset(")]}")
-_MATCH_LINE = re.compile(r"^[ \t]*match\b", re.MULTILINE)  # a file without one has no pattern
+# a file without both (a `match` statement has a `case` clause) has no pattern: a cheap test
+# before parsing (`match` alone is a common variable name: 37 files of vLLM 0.32.0 with `**`, 6 with
+# a `case` line too)
+_MATCH_LINE = re.compile(r"^[ \t]*match\b", re.MULTILINE)
+_CASE_LINE = re.compile(r"^[ \t]*case\b", re.MULTILINE)
 
 
 def semgrep_python(text: str) -> str:
     """``text`` with every mapping-pattern rest ``**name`` written ``0:name``."""
-    if REST not in text or not _MATCH_LINE.search(text) or "\r" in text.replace("\r\n", ""):
+    if (REST not in text or not _MATCH_LINE.search(text) or not _CASE_LINE.search(text)
+            or "\r" in text.replace("\r\n", "")):
         return text
     try:
         tree = ast.parse(text)

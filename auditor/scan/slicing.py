@@ -42,7 +42,6 @@ from __future__ import annotations
 import ast
 import hashlib
 import json
-import os
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
@@ -50,19 +49,13 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from auditor.errors import ToolError
-from auditor.fsutil import atomic_write_text, sha256_file
+from auditor.fsutil import atomic_write_text
 from auditor.gitio import Git
 from auditor.model import Workspace
-from auditor.provenance.gitstate import git_version, repo_files_state
+from auditor.provenance.gitstate import git_settings
 from auditor.scan.interface import Origin, ScanTarget
 
 SLICE_CACHE_SCHEMA = "auditor/slice-cache/v1"
-# git's own settings that can change what blame says about the same commits
-_BLAME_ENV = ("GIT_REPLACE_REF_BASE", "GIT_NO_REPLACE_OBJECTS", "GIT_GRAFT_FILE",
-              "GIT_SHALLOW_FILE", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM", "GIT_CONFIG_NOSYSTEM",
-              "GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT", "GIT_ATTR_NOSYSTEM", "HOME",
-              "XDG_CONFIG_HOME")
-
 # line breaks other than "\n" and "\r\n" that Python, semgrep or bandit might count
 _ODD_BREAK = re.compile("\r(?!\n)|[\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
 # bidirectional control characters (bandit B613 reports only the first in a file)
@@ -243,20 +236,9 @@ def path_histories(ws: Workspace) -> SeriesPaths | None:
 
 
 def blame_settings(ws: Workspace) -> str:
-    """git's settings that can change what blame says of the same commits: the patches
-    repository's git-folder state (:func:`~auditor.provenance.gitstate.repo_files_state`: replace
-    refs, grafts, shallow file, attributes, configuration), the user's git configuration and
-    attributes, git's environment and version."""
-    home = Path(os.environ.get("HOME", "/nonexistent"))
-    xdg = Path(os.environ.get("XDG_CONFIG_HOME") or home / ".config")
-    user: dict[str, str | None] = {}
-    for f in (home / ".gitconfig", xdg / "git" / "config", xdg / "git" / "attributes"):
-        try:
-            user[str(f)] = sha256_file(f)
-        except FileNotFoundError:
-            user[str(f)] = None
-    return _digest([git_version(), repo_files_state(Git(ws.patches_repo)), user,
-                    {k: os.environ.get(k) for k in _BLAME_ENV}])
+    """git's settings that can change what blame says of the same commits
+    (:func:`~auditor.provenance.gitstate.git_settings` of the patches repository)."""
+    return git_settings(Git(ws.patches_repo))
 
 
 def slice_targets(targets: Sequence[ScanTarget], modified: Callable[[ScanTarget], bool],

@@ -47,6 +47,21 @@ def test_redaction_is_idempotent_and_keeps_the_code_readable() -> None:
         "https://ci:REDACTED@pypi.example/simple"
 
 
+def test_long_texts_are_redacted_every_time_and_their_redaction_is_remembered() -> None:
+    """A long text (a diff, a file) is not memoised, only what redaction gave back: the same
+    secret-bearing text is redacted on every call, and the redacted text comes back as it is."""
+    from auditor import redaction
+
+    filler = "\n".join(f"x_{n} = {n}" for n in range(400))
+    for line, _ in SECRETS:
+        text = f"{filler}\n{line}\n{filler}"
+        once = redact(text)
+        assert once != text and once.startswith(filler[:2000])
+        assert redact(text) == once  # asked again: redacted again, not taken as clean
+        assert redact(once) == once == redaction._redact(once)
+    assert len(redaction._REDACTED_LONG) <= redaction._MEMO_MAX_LONG
+
+
 def test_names_that_count_tokens_are_not_credentials() -> None:
     assert is_secret_name("aws_secret_access_key") and is_secret_name("HF_TOKEN")
     assert is_secret_name("authToken") and is_secret_name("OPENAI_API_KEY")

@@ -282,6 +282,33 @@ def test_diffs_are_capped_hashed_and_redacted(tmp_path):
     assert base
 
 
+def test_diffs_are_cached_by_commit_and_git_settings(tmp_path):
+    """A warm run shows no diff again; other git settings, another cap or a damaged entry miss."""
+    from auditor.provenance.gitstate import git_settings
+    from auditor.sbom.diffs import DiffCache
+
+    repo = GitRepo(tmp_path / "r")
+    repo.commit("base", files={"a.py": "x = 1\n"})
+    c1 = repo.commit("key", files={"cfg.py": 'api_key = "sk-abcdefghijklmnopqrstuvwx"\n'})
+    git_ = Git(repo.path)
+    settings = git_settings(git_)
+    cache = DiffCache(tmp_path / "cache", settings)
+    first = cache.diff(git_, c1)
+    assert first == commit_diff(git_, c1)
+    entries = list((tmp_path / "cache" / "diffs").rglob("*.json"))
+    assert len(entries) == 1 and "sk-abcdefghijklmnopqrstuvwx" not in entries[0].read_text()
+    (tmp_path / "not-a-repo").mkdir()
+    gone = Git(tmp_path / "not-a-repo")  # a hit asks git nothing (here git would fail)
+    assert cache.diff(gone, c1) == first
+    assert DiffCache(tmp_path / "cache", settings + "x").get(c1) is None
+    assert DiffCache(tmp_path / "cache", settings, cap=100).get(c1) is None
+    (repo.path / ".git" / "config").write_text(
+        (repo.path / ".git" / "config").read_text() + "[diff]\n\tnoprefix = true\n")
+    assert git_settings(git_) != settings  # the repository's configuration is in the key
+    entries[0].write_text("{not json")
+    assert cache.get(c1) is None and cache.diff(git_, c1).sha == c1
+
+
 def test_odd_commit_metadata_still_gives_a_valid_sbom(tmp_path):
     """git accepts any author 'email'; the schema does not: the SBOM stays valid and keeps it."""
     repo = GitRepo(tmp_path / "engine")
