@@ -45,7 +45,6 @@ class Staging:
     files: dict[str, ScanTarget]
     readers: dict[str, frozenset[str]] = field(default_factory=dict)
     views: int = 0  # views staged
-    view_functions: int = 0  # function bodies the views left out, in all
 
     @property
     def view_folders(self) -> list[str]:
@@ -65,7 +64,7 @@ def stage_by_gates(files: Sequence[ScanTarget], root: Path, transform: Callable[
     pfs = [Prefilter(m.prefilter) for m in rules]
     taint = [i for i, m in enumerate(rules) if m.taint]
     groups: dict[str, list[ScanTarget]] = {}
-    view_count = view_functions = 0
+    view_count = 0
     for t in files:
         mask = signature(t.text, pfs) if pfs else 0
         mine = [i for i in taint if mask >> i & 1] if views and t.family == "python" else []
@@ -76,8 +75,6 @@ def stage_by_gates(files: Sequence[ScanTarget], root: Path, transform: Callable[
             mask &= ~(1 << i)
             if view.text is None:
                 continue  # rule i can match nowhere in the file
-            if view.text not in by_text:
-                view_functions += view.functions
             by_text[view.text] = by_text.get(view.text, 0) | 1 << i
         groups.setdefault(f"g{mask}", []).append(t)
         for text, bits in by_text.items():
@@ -91,7 +88,7 @@ def stage_by_gates(files: Sequence[ScanTarget], root: Path, transform: Callable[
     readers: dict[str, frozenset[str]] = {}
     for i, m in enumerate(rules):
         readers[m.id] = frozenset(rel for rel in out if int(rel[1:rel.index("/")]) >> i & 1)
-    return Staging(out, readers, view_count, view_functions)
+    return Staging(out, readers, view_count)
 
 
 def gated_rules(doc: Mapping[str, Any], meta: Mapping[str, RuleMeta],
