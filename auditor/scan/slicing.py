@@ -43,7 +43,7 @@ import ast
 import hashlib
 import json
 import re
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -385,10 +385,14 @@ def _blank(s: str) -> bool:
     return not s.strip(" \t")
 
 
-def _imports(stmts: Iterable[ast.stmt]) -> dict[int, list[str]]:
-    """Every import statement in ``stmts`` (at any depth), as one line of code by start line."""
+def body_imports(f: Function, lines: Sequence[str]) -> dict[int, list[str]]:
+    """Every import statement in the body of ``f`` (at any depth), as one line of code by start
+    line; a word test on the body's lines first (most bodies import nothing)."""
+    first, end = _start(f.body[0]), _end(f)
+    if not _IMPORT_WORD.search("\n".join(lines[first - 1:end])):
+        return {}
     out: dict[int, list[str]] = {}
-    for stmt in stmts:
+    for stmt in f.body:
         for n in ast.walk(stmt):
             if isinstance(n, (ast.Import, ast.ImportFrom)):
                 out.setdefault(n.lineno, []).append(ast.unparse(n))
@@ -400,8 +404,7 @@ def _elide(f: Function, lines: Sequence[str],
     """Replace the body's lines in ``out``; returns how many non-blank lines were left out."""
     first, end = _start(f.body[0]), _end(f)
     indent = lines[first - 1][:len(lines[first - 1]) - len(lines[first - 1].lstrip(" \t"))]
-    has_import = bool(_IMPORT_WORD.search("\n".join(lines[first - 1:end])))
-    imports = _imports(f.body) if has_import else {}
+    imports = body_imports(f, lines)
     for n in range(first, end + 1):
         cr = "\r" if lines[n - 1].endswith("\r") else ""
         if n in imports:

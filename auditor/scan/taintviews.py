@@ -28,15 +28,13 @@ from __future__ import annotations
 
 import ast
 import hashlib
-import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from auditor.scan import prefilter, slicing
 from auditor.scan.prefilter import Prefilter
 
-_IMPORT = re.compile(r"\bimport\b")
 _DIGEST = hashlib.sha256(Path(__file__).read_bytes() + Path(slicing.__file__).read_bytes()
                          + Path(prefilter.__file__).read_bytes()).hexdigest()[:16]
 
@@ -70,7 +68,7 @@ def taint_views(text: str, prefilters: Sequence[Prefilter]) -> list[View | None]
     if not functions:
         return out
     own = {id(f): "\n".join(lines[a - 1:b]) for f in functions for a, b in [slicing.span(f)]}
-    context = _context(lines, functions, own)
+    context = _context(lines, functions)
     for i, pf in enumerate(prefilters):
         if pf.admits(context):
             continue
@@ -86,16 +84,15 @@ def taint_views(text: str, prefilters: Sequence[Prefilter]) -> list[View | None]
     return out
 
 
-def _context(lines: Sequence[str], functions: Sequence[slicing.Function],
-             own: Mapping[int, str]) -> str:
+def _context(lines: Sequence[str], functions: Sequence[slicing.Function]) -> str:
     """The file without its outermost functions (decorators and headers too), every import
     statement kept: what a finding in any one function can depend on besides that function."""
     out = list(lines)
+    imports: list[str] = []
     for f in functions:
         first, last = slicing.span(f)
         out[first - 1:last] = [""] * (last - first + 1)
-    imports = [ast.unparse(n) for f in functions if _IMPORT.search(own[id(f)])
-               for n in ast.walk(f) if isinstance(n, (ast.Import, ast.ImportFrom))]
+        imports += [i for found in slicing.body_imports(f, lines).values() for i in found]
     return "\n".join([*out, *imports])
 
 
