@@ -1,4 +1,5 @@
-"""Files: written atomically (a sibling temporary file, renamed into place), and hashed.
+"""Files: written atomically (a sibling temporary file, renamed into place), hashed, and kept as
+JSON entries of a cache (:class:`JsonStore`).
 
 A reader sees the old file or the new one, never half of one; a failed write leaves no temporary
 file behind. The file has ``mode`` from the start (never briefly more open).
@@ -7,9 +8,12 @@ file behind. The file has ``mode`` from the start (never briefly more open).
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 
 def atomic_write_bytes(path: Path, data: bytes, *, mode: int = 0o644, fsync: bool = False) -> None:
@@ -49,3 +53,31 @@ def sha256_file(path: Path, *, follow_symlinks: bool = True) -> str:
         while chunk := fh.read(1 << 20):
             h.update(chunk)
     return h.hexdigest()
+
+
+class JsonStore:
+    """A cache's entries: one JSON object per key (a hex digest) in ``<root>/<key[:2]>/<key>.json``,
+    each naming its own key. An entry that cannot be read, is not an object or names another key
+    is a miss; one that cannot be written only costs speed (:meth:`put` says False)."""
+
+    def __init__(self, root: Path, *, mode: int = 0o600) -> None:
+        self.root = root
+        self.mode = mode
+
+    def file(self, key: str) -> Path:
+        return self.root / key[:2] / f"{key}.json"
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        try:
+            data = json.loads(self.file(key).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        return data if isinstance(data, dict) and data.get("key") == key else None
+
+    def put(self, key: str, entry: Mapping[str, Any]) -> bool:
+        try:
+            atomic_write_text(self.file(key), json.dumps({**entry, "key": key},
+                                                         separators=(",", ":")), mode=self.mode)
+        except OSError:
+            return False
+        return True

@@ -28,7 +28,7 @@ from typing import Any
 
 from auditor import __version__
 from auditor.errors import AuditError
-from auditor.fsutil import atomic_write_text, sha256_file
+from auditor.fsutil import JsonStore, sha256_file
 from auditor.gitio import Git
 from auditor.model import BundleFile, SeriesCommit, StageResult, StageStatus, Workspace
 from auditor.provenance.gitstate import git_version, repo_files_state
@@ -200,16 +200,15 @@ class ProofCache:
     """``<cache>/proof/<key[:2]>/<key>.json``."""
 
     def __init__(self, root: Path) -> None:
-        self.root = root / "proof"
-
-    def _file(self, key: ProofKey) -> Path:
-        return self.root / key.digest[:2] / f"{key.digest}.json"
+        self.store = JsonStore(root / "proof", mode=0o644)
 
     def get(self, key: ProofKey) -> CachedProof | None:
+        data = self.store.get(key.digest)
+        if data is None:
+            return None
         try:
-            data = json.loads(self._file(key).read_text(encoding="utf-8"))
             return _parse(data, key)
-        except (OSError, ValueError, KeyError, TypeError, IndexError, AttributeError):
+        except (ValueError, KeyError, TypeError, IndexError, AttributeError):
             return None
 
     def put(self, key: ProofKey, result: StageResult, ws: Workspace, bundle: Path) -> bool:
@@ -228,7 +227,6 @@ class ProofCache:
             if sha256_file(bundle, follow_symlinks=False) != key.parts["bundle_sha256"]:
                 return False  # the bundle changed during the run
             _parse(json.loads(json.dumps(entry)), key)  # what a later run will read back
-            atomic_write_text(self._file(key), json.dumps(entry, ensure_ascii=True))
         except (OSError, ValueError, KeyError, TypeError):
             return False
-        return True
+        return self.store.put(key.digest, entry)

@@ -8,7 +8,6 @@ the first :data:`DIFF_CAP` bytes, with secrets redacted, behind mbox-style heade
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import re
@@ -16,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from auditor import redaction
-from auditor.fsutil import atomic_write_text
+from auditor.fsutil import JsonStore
 from auditor.gitio import Git
 from auditor.textsafe import redact
 
@@ -69,34 +68,29 @@ class DiffCache:
     costs speed. Entries hold the redacted text only."""
 
     def __init__(self, root: Path, settings: str, cap: int = DIFF_CAP) -> None:
-        self.root = root / "diffs"
+        self.store = JsonStore(root / "diffs")
         self.settings = settings
         self.cap = cap
 
-    def _file(self, sha: str) -> tuple[Path, str]:
+    def _key(self, sha: str) -> str:
         raw = json.dumps([DIFF_CACHE_SCHEMA, _CODE, self.settings, self.cap, sha])
-        key = hashlib.sha256(raw.encode()).hexdigest()
-        return self.root / key[:2] / f"{key}.json", key
+        return hashlib.sha256(raw.encode()).hexdigest()
 
     def get(self, sha: str) -> CommitDiff | None:
-        path, key = self._file(sha)
+        data = self.store.get(self._key(sha))
+        if data is None:
+            return None
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-            if data.get("key") != key:
-                return None
             d = CommitDiff(sha=sha, sha256=str(data["sha256"]), size=int(data["size"]),
                            text=str(data["text"]), truncated=bool(data["truncated"]),
                            redacted=bool(data["redacted"]))
-        except (OSError, ValueError, KeyError, TypeError):
+        except (ValueError, KeyError, TypeError):
             return None
         return d if _SHA256.fullmatch(d.sha256) else None
 
     def put(self, d: CommitDiff) -> None:
-        path, key = self._file(d.sha)
-        doc = {"key": key, "sha256": d.sha256, "size": d.size, "text": d.text,
-               "truncated": d.truncated, "redacted": d.redacted}
-        with contextlib.suppress(OSError):
-            atomic_write_text(path, json.dumps(doc, ensure_ascii=False), mode=0o600)
+        self.store.put(self._key(d.sha), {"sha256": d.sha256, "size": d.size, "text": d.text,
+                                          "truncated": d.truncated, "redacted": d.redacted})
 
     def diff(self, git: Git, sha: str) -> CommitDiff:
         """The cached diff of ``sha``, else :func:`commit_diff` (then cached)."""

@@ -13,7 +13,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from auditor.fsutil import atomic_write_text
+from auditor.fsutil import JsonStore
 from auditor.scan.interface import FileError, RawFinding
 
 CACHE_SCHEMA = "auditor/scan-cache/v2"  # v2: partial-parse line ranges
@@ -31,19 +31,16 @@ def cache_key(path: str, sha256: str, scanner: str, version: str, options: str) 
 
 
 class ResultCache:
-    """A folder of JSON entries, sharded by the first two hex digits of the key."""
+    """The entries in ``<cache>/scan`` (:class:`~auditor.fsutil.JsonStore`)."""
 
     def __init__(self, root: Path) -> None:
-        self.root = root / "scan"
-
-    def _file(self, key: str) -> Path:
-        return self.root / key[:2] / f"{key}.json"
+        self.store = JsonStore(root / "scan")
 
     def get(self, key: str) -> CacheEntry | None:
+        data = self.store.get(key)
+        if data is None or data.get("schema") != CACHE_SCHEMA:
+            return None
         try:
-            data = json.loads(self._file(key).read_text(encoding="utf-8"))
-            if data.get("schema") != CACHE_SCHEMA or data.get("key") != key:
-                return None
             err = data.get("error")
             return CacheEntry(
                 findings=tuple(RawFinding.from_json(f) for f in data["findings"]),
@@ -52,7 +49,7 @@ class ResultCache:
                                             data.get("error_lines") or ()))
                 if err is not None else None,
             )
-        except (OSError, ValueError, KeyError, TypeError):
+        except (ValueError, KeyError, TypeError):
             return None
 
     def put(self, key: str, entry: CacheEntry) -> None:
@@ -60,13 +57,9 @@ class ResultCache:
         if entry.error is not None and not entry.error.lasting:
             return
         data: dict[str, object] = {
-            "schema": CACHE_SCHEMA, "key": key,
+            "schema": CACHE_SCHEMA,
             "findings": [f.to_json() for f in entry.findings],
             "error": entry.error.reason if entry.error is not None else None}
         if entry.error is not None and entry.error.lines:
             data["error_lines"] = [list(r) for r in entry.error.lines]
-        target = self._file(key)
-        try:
-            atomic_write_text(target, json.dumps(data, separators=(",", ":")), mode=0o600)
-        except OSError:
-            pass
+        self.store.put(key, data)

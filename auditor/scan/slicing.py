@@ -49,7 +49,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from auditor.errors import ToolError
-from auditor.fsutil import atomic_write_text
+from auditor.fsutil import JsonStore
 from auditor.gitio import Git
 from auditor.model import Workspace
 from auditor.provenance.gitstate import git_settings
@@ -117,7 +117,7 @@ class SliceCache:
     def __init__(self, root: Path, series: str, settings: str = "",
                  histories: SeriesPaths | None = None,
                  upstream: Mapping[str, str] | None = None) -> None:
-        self.root = root / "slice"
+        self.store = JsonStore(root / "slice")
         self.series = series
         self.settings = settings
         self.histories = histories
@@ -129,42 +129,36 @@ class SliceCache:
             return [self.series]
         return [self.settings, self.upstream[path], list(h.blobs.get(path, ()))]
 
-    def _file(self, t: ScanTarget) -> tuple[Path, str]:
+    def _key(self, t: ScanTarget) -> str:
         raw = json.dumps([SLICE_CACHE_SCHEMA, _SOURCE_DIGEST, self._blame_key(t.path), t.path,
                           t.sha256])
-        key = hashlib.sha256(raw.encode()).hexdigest()
-        return self.root / key[:2] / f"{key}.json", key
+        return hashlib.sha256(raw.encode()).hexdigest()
 
     def get(self, t: ScanTarget) -> tuple[bool, Slice | None]:
         """(found, the slice or None for "scan it whole")."""
-        path, key = self._file(t)
+        data = self.store.get(self._key(t))
+        if data is None:
+            return False, None
+        if data.get("whole"):
+            return True, None
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-            if data.get("key") != key:
-                return False, None
-            if data.get("whole"):
-                return True, None
             lines = t.text.split("\n")
             for n, text in data["edits"]:
                 if not 1 <= int(n) <= len(lines):
                     return False, None
                 lines[int(n) - 1] = str(text)
             return True, Slice("\n".join(lines), int(data["functions"]), int(data["lines"]))
-        except (OSError, ValueError, KeyError, TypeError):
+        except (ValueError, KeyError, TypeError):
             return False, None
 
     def put(self, t: ScanTarget, s: Slice | None) -> None:
-        path, key = self._file(t)
-        doc: dict[str, object] = {"key": key, "whole": s is None}
+        doc: dict[str, object] = {"whole": s is None}
         if s is not None:
             old = t.text.split("\n")
             doc.update(functions=s.functions, lines=s.lines,
                        edits=[[n, line] for n, line in enumerate(s.text.split("\n"), start=1)
                               if line != old[n - 1]])
-        try:
-            atomic_write_text(path, json.dumps(doc, separators=(",", ":")), mode=0o600)
-        except OSError:
-            pass
+        self.store.put(self._key(t), doc)
 
 
 def slice_cache(cache_dir: Path | None, ws: Workspace,
