@@ -5,6 +5,9 @@ pickle/marshal/yaml/torch loads, subprocess and shell use, temporary files and p
 and other clear-text clients, trojan-source characters. ``# nosec`` comments are ignored
 (``--ignore-nosec``): the code under audit must not silence its auditor. A file bandit cannot parse
 is not checked; a bandit crash leaves every file it was given not checked.
+
+Bandit reads each Python file as its *view* (:mod:`auditor.scan.banditviews`): the function bodies
+none of these tests can match left out, lines in place; the results are the file's.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from pathlib import Path
 from auditor import gitio
 from auditor.errors import ToolError
 from auditor.model import Category, Severity
+from auditor.scan import banditviews
 from auditor.scan.interface import (
     FileError,
     RawFinding,
@@ -65,11 +69,15 @@ _LASTING = ("syntax error", "exception while scanning")
 class BanditScanner(ExternalTool, Scanner):
     name = "bandit"
 
-    def __init__(self, *, timeout: int = 600) -> None:
+    def __init__(self, *, timeout: int = 600, views: bool = True) -> None:
         self.timeout = timeout
+        self.views = views  # False: every file whole (the views' own tests compare the two)
 
     def options_key(self) -> str:
         return hashlib.sha256(json.dumps([sorted(TESTS), "--ignore-nosec"]).encode()).hexdigest()
+
+    def target_options(self, target: ScanTarget) -> str:
+        return f"bandit-views={banditviews.digest()}" if self.views else ""
 
     def accepts(self, target: ScanTarget) -> bool:
         return target.family == "python"
@@ -78,11 +86,16 @@ class BanditScanner(ExternalTool, Scanner):
         return ("bandit:python(derived)" if target.derived else "bandit:python") \
             if self.accepts(target) else None
 
+    @staticmethod
+    def _view(target: ScanTarget) -> str:
+        view = banditviews.bandit_view(target.text)
+        return target.text if view is None else view
+
     def scan(self, files: Sequence[ScanTarget], workdir: Path) -> ScannerRun:
         if not files:
             return ScannerRun(findings={}, errors={})
         root = workdir / "bandit"
-        staged = stage(files, root / "t")
+        staged = stage(files, root / "t", self._view if self.views else None)
         argv = [self.exe, "-f", "json", "-q", "--ignore-nosec", "-t", ",".join(sorted(TESTS)),
                 *sorted(staged)]
         try:

@@ -66,6 +66,9 @@ _SOURCE_DIGEST = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]
 _SCOPE_WORDS = re.compile(r"\b(?:global|nonlocal)\b")
 _IMPORT_WORD = re.compile(r"\bimport\b")
 _COMPOUND_FIELDS = ("body", "orelse", "finalbody", "handlers", "cases")
+# the ASCII characters of _ODD_BREAK (every character of _BIDI is outside ASCII): a text that is
+# ASCII and has none of these needs neither search
+_ODD_ASCII = "\r\x0b\x0c\x1c\x1d\x1e"
 
 
 @dataclass(frozen=True)
@@ -286,7 +289,8 @@ def slice_python(text: str, changed: AbstractSet[int]) -> Slice | None:
 def parse_sliceable(text: str) -> ast.Module | None:
     """``text`` parsed, or None when it is not to be sliced at all: it does not parse as Python 3
     here, or has a line break or bidirectional control character the scanners count differently."""
-    if _ODD_BREAK.search(text) or _BIDI.search(text):
+    if ((not text.isascii() or any(c in text for c in _ODD_ASCII))
+            and (_ODD_BREAK.search(text) or _BIDI.search(text))):
         return None
     try:
         return ast.parse(text)
@@ -356,7 +360,8 @@ def elidable(f: Function, lines: Sequence[str]) -> bool:
     start = _start(first)
     if start == first.lineno and not _blank(_prefix(lines[start - 1], first.col_offset)):
         return False
-    return not _SCOPE_WORDS.search("\n".join(lines[start - 1:_end(f)]))
+    body = "\n".join(lines[start - 1:_end(f)])
+    return not (("global" in body or "nonlocal" in body) and _SCOPE_WORDS.search(body))
 
 
 def _start(stmt: ast.stmt) -> int:
@@ -386,11 +391,26 @@ def body_imports(f: Function, lines: Sequence[str]) -> dict[int, list[str]]:
     if not _IMPORT_WORD.search("\n".join(lines[first - 1:end])):
         return {}
     out: dict[int, list[str]] = {}
-    for stmt in f.body:
-        for n in ast.walk(stmt):
-            if isinstance(n, (ast.Import, ast.ImportFrom)):
-                out.setdefault(n.lineno, []).append(ast.unparse(n))
+    for n in statements(f.body):
+        if isinstance(n, (ast.Import, ast.ImportFrom)):
+            out.setdefault(n.lineno, []).append(ast.unparse(n))
     return out
+
+
+def statements(stmts: Sequence[ast.stmt], *,
+               not_into: Callable[[ast.stmt], bool] = lambda _s: False) -> Iterator[ast.stmt]:
+    """Every statement among ``stmts`` and in their bodies at any depth (an expression holds
+    none), in source order, not entering the bodies of those ``not_into`` names."""
+    for s in stmts:
+        yield s
+        if not_into(s):
+            continue
+        for name in _COMPOUND_FIELDS:
+            for child in getattr(s, name, None) or ():
+                if isinstance(child, ast.stmt):
+                    yield from statements([child], not_into=not_into)
+                elif isinstance(child, (ast.ExceptHandler, ast.match_case)):
+                    yield from statements(child.body, not_into=not_into)
 
 
 def _elide(f: Function, lines: Sequence[str],

@@ -1,0 +1,161 @@
+"""Bandit's view of a Python file: the function bodies none of its tests can match left out.
+
+Bandit's cost is its walk over every node of the file (``cProfile``: ~90 % of a run over vLLM is
+the node visitor, ~10 % parsing), and the tests auditor runs (:data:`auditor.scan.bandit.TESTS`)
+each look at one node: a call and its arguments, a string constant, or the file's raw characters
+(B613). What one node makes of its neighbours is the import aliases (``import_aliases``), filled
+by every import statement in visiting order. So a function body can be left out, lines and
+columns in place (:func:`auditor.scan.slicing.elide_functions`, which keeps every import on its
+line), when its text (decorators and header included) shows none of what a test needs:
+
+- a call's resolved name has a word a test names (``exec``, ``pickle``, ``system``, ``load``,
+  ``shell=`` ...; :data:`_WORDS` and :data:`_CONTAINED`, read from bandit 1.9.4's plugins and
+  blacklists), written in the function or bound there by an import: every name an import binds is
+  added to the words when the imported name has one (``from torch import load as L`` makes ``L``
+  a word, ``import subprocess as sp`` makes ``sp`` one);
+- B108's string starting with ``/tmp``, ``/var/tmp`` or ``/dev/shm``: the text has ``tmp`` or
+  ``shm``, an escape that can spell a letter (``\\x``, ``\\u``, ``\\U``, ``\\N``, octal) or a
+  backslash before a line break, or a string whose whole text is a start of one of those folders
+  (``"/t" "mp"`` is one constant; so is ``f"{x}/t" "mp"``'s part after the brace);
+- a word spelled in a compatibility form: outside ASCII the words are looked for in the text's
+  NFKC form, as Python reads identifiers (``ｅｖａｌ`` is ``eval``).
+
+``load`` counts only in a file that imports ``torch`` or ``yaml`` (B614 and B506 ask bandit's
+``is_module_imported_exact``).
+
+The file is given whole when it does not parse or has a bidirectional control character (B613
+reads the raw lines; :func:`~auditor.scan.slicing.parse_sliceable`), and when no body would be
+left out. Module-level code and class bodies are always kept. ``tests/scan/test_scan_banditviews.py``
+runs the real bandit on each view and on the file and requires the same results.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import re
+import unicodedata
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+from auditor.scan import slicing
+
+_DIGEST = hashlib.sha256(Path(__file__).read_bytes()
+                         + Path(slicing.__file__).read_bytes()).hexdigest()[:16]
+
+# What the tests need, from bandit 1.9.4's plugins and blacklists. A call's resolved name is the
+# import alias of its first part (bandit's ``import_aliases``) followed by the parts written.
+#: the words of the resolved names the tests look for (B102, B113, B301-B321, B506, B601-B609,
+#: B612, B614) and ``shell`` (B604: any call with ``shell=True``)
+_WORDS = frozenset({
+    "exec", "eval", "pickle", "dill", "shelve", "jsonpickle", "read_pickle", "marshal", "mktemp",
+    "urllib", "telnetlib", "ftplib", "subprocess", "system", "popen", "popen2", "popen3", "popen4",
+    "Popen3", "Popen4", "getoutput", "getstatusoutput", "execl", "execle", "execlp", "execlpe",
+    "execv", "execve", "execvp", "execvpe", "spawnl", "spawnle", "spawnlp", "spawnlpe", "spawnv",
+    "spawnve", "spawnvp", "spawnvpe", "startfile", "exec_command", "requests", "httpx", "listen",
+    "load", "yaml", "shell"})
+#: B103 and B202 look for a call whose last name part contains these
+_CONTAINED = ("chmod", "extractall")
+#: the resolved names of the tests that an import can bind in part (``from urllib import
+#: request as r``: ``r.urlopen``)
+_NAMES = tuple(tuple(n.split(".")) for n in (
+    "urllib.request.urlopen", "urllib.request.urlretrieve", "urllib.request.URLopener",
+    "urllib.request.FancyURLopener", "six.moves.urllib.request.urlopen",
+    "six.moves.urllib.request.urlretrieve", "six.moves.urllib.request.URLopener",
+    "six.moves.urllib.request.FancyURLopener", "pandas.read_pickle", "tempfile.mktemp",
+    "telnetlib.Telnet", "ftplib.FTP", "torch.serialization.load", "logging.config.listen",
+    "shelve.DbfilenameShelf", "jsonpickle.unpickler.Unpickler", "pickle.Unpickler",
+    "dill.Unpickler", "os.system", "os.popen", "os.startfile", "subprocess.Popen"))
+_TMP = re.compile(r"tmp|shm|\\[xuUN0-7\r\n]")
+#: B108: a string (or an f-string's text after a brace) that is a start of a temporary folder,
+#: to be continued by the next string literal
+_TMP_START = re.compile(r"[\"'}]/(?:t|tm|v|va|var|var/|var/t|var/tm|d|de|dev|dev/|dev/s|dev/sh)?"
+                        r"[\"']")
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_IMPORT_WORD = re.compile(r"\bimport\b")
+
+
+def digest() -> str:
+    """A digest of the code that makes the views (part of the scan cache's key)."""
+    return _DIGEST
+
+
+def _named(name: str) -> bool:
+    """Whether a call through a name bound to ``name`` (an import's) may resolve to one a test
+    needs without any of :data:`_WORDS` written in the call."""
+    parts = tuple(name.split("."))
+    return (not _WORDS.isdisjoint(parts) or any(c in parts[-1] for c in _CONTAINED)
+            or any(n[:len(parts)] == parts for n in _NAMES))
+
+
+def _bound_by_triggering_imports(imports: Iterable[ast.Import | ast.ImportFrom]) -> set[str]:
+    """The names bound by imports of a name a test needs (bandit resolves them to it)."""
+    words: set[str] = set()
+    for node in imports:
+        module = node.module if isinstance(node, ast.ImportFrom) else None
+        for alias in node.names:
+            full = f"{module}.{alias.name}" if module else alias.name
+            # bandit aliases ``import a as b`` and ``from m import a [as b]``, not ``import a``
+            bound = alias.asname or (alias.name if module else None)
+            if bound is not None and _named(full):
+                words.add(bound)
+    return words
+
+
+def _imported_exactly(imports: Iterable[ast.Import | ast.ImportFrom]) -> set[str]:
+    """The names bandit's ``is_module_imported_exact`` knows: ``import a.b`` gives ``a.b``,
+    ``from . import c`` gives ``c``, ``from m import c`` gives ``m.c``."""
+    out: set[str] = set()
+    for node in imports:
+        module = node.module if isinstance(node, ast.ImportFrom) else None
+        out.update(f"{module}.{a.name}" if module else a.name for a in node.names)
+    return out
+
+
+def _imports(tree: ast.Module, functions: list[slicing.Function],
+             lines: list[str]) -> Iterator[ast.Import | ast.ImportFrom]:
+    """Every import statement of the file: outside functions, then inside those whose lines
+    have the word ``import``."""
+    outer = {id(f) for f in functions}
+    inside = [f for f in functions
+              for a, b in [slicing.span(f)] if _IMPORT_WORD.search("\n".join(lines[a - 1:b]))]
+    for s in [*slicing.statements(tree.body, not_into=lambda s: id(s) in outer),
+              *(n for f in inside for n in slicing.statements(f.body))]:
+        if isinstance(s, (ast.Import, ast.ImportFrom)):
+            yield s
+
+
+def _may_match(text: str, words: frozenset[str]) -> bool:
+    if _TMP.search(text) or ("/" in text and _TMP_START.search(text)):
+        return True
+    if not text.isascii():  # Python reads an identifier in its NFKC form (strings stay raw)
+        text = unicodedata.normalize("NFKC", text)
+    if not words.isdisjoint(_IDENTIFIER.findall(text)):
+        return True
+    return any(c in text for c in _CONTAINED)
+
+
+def bandit_view(text: str) -> str | None:
+    """``text`` with the function bodies no test can match left out, or None when bandit is to
+    read the file whole (see the module docstring)."""
+    tree = slicing.parse_sliceable(text)
+    if tree is None:
+        return None
+    functions = list(slicing.outer_functions(tree.body))
+    if not functions:
+        return None
+    lines = text.split("\n")
+    imports = list(_imports(tree, functions, lines))
+    words = _WORDS | _bound_by_triggering_imports(imports)
+    if not _imported_exactly(imports) & {"torch", "yaml"}:
+        words -= {"load"}  # B614 and B506 need ``import torch`` or ``import yaml`` in the file
+
+    def keep(f: slicing.Function) -> bool:
+        a, b = slicing.span(f)
+        return _may_match("\n".join(lines[a - 1:b]), words)
+
+    # not parsed again: leaving bodies out of a file that parses gives one that parses (see
+    # auditor.scan.taintviews); a view that did not would be bandit's syntax error, the file
+    # then reported not checked
+    s = slicing.elide_functions(text, tree, keep, verify=False)
+    return None if s is None else s.text
