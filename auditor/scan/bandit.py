@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import posixpath
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -86,16 +87,23 @@ class BanditScanner(ExternalTool, Scanner):
         return ("bandit:python(derived)" if target.derived else "bandit:python") \
             if self.accepts(target) else None
 
-    @staticmethod
-    def _view(target: ScanTarget) -> str:
-        view = banditviews.bandit_view(target.text)
-        return target.text if view is None else view
+    def _rewrite_as_views(self, root: Path, rels: list[str]) -> None:
+        """Each staged file replaced by its view, in a Python process of its own (parsing holds
+        the interpreter lock semgrep's staging needs). Should it fail, the files it did not
+        reach are read whole, with the same results."""
+        try:
+            gitio.run([sys.executable, "-P", "-m", "auditor.scan.banditviews", str(root)],
+                      input="\0".join(rels), timeout=self.timeout, check=False)
+        except ToolError:
+            pass
 
     def scan(self, files: Sequence[ScanTarget], workdir: Path) -> ScannerRun:
         if not files:
             return ScannerRun(findings={}, errors={})
         root = workdir / "bandit"
-        staged = stage(files, root / "t", self._view if self.views else None)
+        staged = stage(files, root / "t")
+        if self.views:
+            self._rewrite_as_views(root / "t", sorted(staged))
         argv = [self.exe, "-f", "json", "-q", "--ignore-nosec", "-t", ",".join(sorted(TESTS)),
                 *sorted(staged)]
         try:

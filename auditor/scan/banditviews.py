@@ -33,7 +33,9 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import os
 import re
+import sys
 import unicodedata
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -159,3 +161,34 @@ def bandit_view(text: str) -> str | None:
     # then reported not checked
     s = slicing.elide_functions(text, tree, keep, verify=False)
     return None if s is None else s.text
+
+
+def rewrite(root: Path, rels: Iterable[str]) -> int:
+    """Replace each file ``root/rel`` (UTF-8) by its view, each at once (a rename); returns how
+    many were replaced. A file left whole is read whole: the results are the same either way."""
+    done = 0
+    for rel in rels:
+        path = root / rel
+        view = bandit_view(path.read_bytes().decode("utf-8"))
+        if view is None:
+            continue
+        tmp = path.with_name(path.name + ".view~")
+        tmp.write_bytes(view.encode("utf-8"))
+        os.replace(tmp, path)
+        done += 1
+    return done
+
+
+def main(argv: list[str]) -> int:
+    """``python -P -m auditor.scan.banditviews ROOT`` with the staged paths on standard input,
+    NUL-separated: the bandit scanner runs this beside its own thread, so that the views' parsing
+    does not hold the scan's interpreter lock while semgrep's staging needs it."""
+    if len(argv) != 1:
+        print("usage: python -m auditor.scan.banditviews ROOT < paths", file=sys.stderr)
+        return 2
+    print(rewrite(Path(argv[0]), [rel for rel in sys.stdin.read().split("\0") if rel]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -130,6 +130,12 @@ def test_hostile_shapes_same_findings_with_views(tmp_path: Path) -> None:
     assert {k: v.reason for k, v in viewed.errors.items()} == \
         {k: v.reason for k, v in whole.errors.items()}
     assert set(whole.errors) == {"b:broken.py"}
+    # bandit read the views (written by a process of their own) and the whole files
+    staged = tmp_path / "views" / "bandit" / "t" / "b"
+    assert "y * 2" not in (staged / "hostile.py").read_text()
+    assert "y * 2" in (staged / "bidi.py").read_text()
+    assert "y * 2" in (tmp_path / "whole" / "bandit" / "t" / "b" / "hostile.py").read_text()
+    assert not list(staged.glob("*~"))
     # every marked line is one bandit reports
     marked = {n - ("above" in line) for n, line in enumerate(HOSTILE.split("\n"), start=1)
               if "# B" in line}
