@@ -15,7 +15,7 @@
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -197,12 +197,29 @@ def _slice_for_diff(ws: Workspace, targets: list[ScanTarget], upstream: Mapping[
     if config.scope is not Scope.DIFF or not config.slice_diff:
         return targets, SliceTally()
 
-    def series_lines(ts: Sequence[ScanTarget]) -> dict[str, set[int]]:
-        blamer.blame(ts)
-        return {t.key: blamer.changed_lines(t) or set() for t in ts}
+    def series_lines(ts: Sequence[ScanTarget]) -> Mapping[str, set[int]]:
+        blamer.blame(ts)  # started for all; each file's lines waited for when read
+        return _LinesOf(blamer, {t.key: t for t in ts})
 
     return slice_targets(targets, lambda t: t.path in upstream, series_lines,
                          slice_cache(config.cache_dir, ws, upstream))
+
+
+class _LinesOf(Mapping[str, set[int]]):
+    """The series' lines of each target (by key), waited for only when read."""
+
+    def __init__(self, blamer: _Blamer, targets: dict[str, ScanTarget]) -> None:
+        self._blamer = blamer
+        self._targets = targets
+
+    def __getitem__(self, key: str) -> set[int]:
+        return self._blamer.changed_lines(self._targets[key]) or set()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._targets)
+
+    def __len__(self) -> int:
+        return len(self._targets)
 
 
 class _Blamer:

@@ -46,6 +46,7 @@ import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
 
 from auditor.errors import ToolError
@@ -243,7 +244,8 @@ def slice_targets(targets: Sequence[ScanTarget], modified: Callable[[ScanTarget]
                   cache: SliceCache | None = None) -> tuple[list[ScanTarget], SliceTally]:
     """``targets`` with each sliceable target of a ``modified`` file (one upstream also has)
     replaced by its slice; ``changed_lines(targets)`` gives the changed lines by target key (it
-    is asked only about the targets ``cache`` does not hold). A slice's ``sha256`` is its own
+    is asked only about the targets ``cache`` does not hold; a mapping that works a file's
+    lines out when it is read lets the parsing run beside that work). A slice's ``sha256`` is its own
     text's, so the scan cache keys on the sliced content."""
     wanted = [t for t in targets if sliceable(t) and modified(t)]
     if not wanted:
@@ -258,7 +260,12 @@ def slice_targets(targets: Sequence[ScanTarget], modified: Callable[[ScanTarget]
     need = [t for t in wanted if t.key not in slices]
     changed = changed_lines(need) if need else {}
     for t in need:
-        slices[t.key] = slice_python(t.text, changed[t.key])
+        # parsed before its lines are asked for: ``changed`` may still be working them out
+        # (blame on other threads), and the parse then runs beside it
+        tree = parse_sliceable(t.text)
+        series = changed[t.key]
+        slices[t.key] = None if tree is None else elide_functions(
+            t.text, tree, partial(_near, changed=series))
         if cache is not None:
             cache.put(t, slices[t.key])
     out: list[ScanTarget] = []
