@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from auditor import __version__
+from auditor.background import when_waiting
 from auditor.errors import InputError, ToolError
 from auditor.fsutil import atomic_write_text, sha256_file
 from auditor.gitio import Git
@@ -42,10 +43,10 @@ class SbomStage(Stage):
 
     def check_inputs(self, spec: Spec) -> None:
         # called before any stage runs, and only when this stage will run: the slow import of
-        # jsonschema then overlaps the earlier stages (mostly waiting on git and semgrep); not
-        # when its answers are remembered from an earlier run (auditor.sbom.formats)
+        # jsonschema is done while the scan waits on semgrep (auditor.background); not when its
+        # answers are remembered from an earlier run (auditor.sbom.formats)
         if not _memo_exists(spec):
-            warm_jsonschema()
+            when_waiting(warm_jsonschema)
         from auditor.sbom.intoto import configured_builder_id
 
         configured_builder_id()  # a bad $AUDITOR_BUILDER_ID stops the audit before it starts

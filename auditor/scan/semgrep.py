@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from auditor import gitio
+from auditor import background, gitio
 from auditor.errors import ToolError
 from auditor.model import Category, Severity
 from auditor.scan import pyshim, taintviews
@@ -162,6 +162,7 @@ class SemgrepScanner(ExternalTool, Scanner):
                 # project's git root; outside a repository it matches only file names (measured)
                 gitio.run(["git", "init", "-q", "--template=", str(root / "t")], env=env,
                           check=True)
+            background.waiting()  # the longest wait of a scan: others' work may run now
             res = gitio.run(argv, cwd=root / "t", env=env, timeout=self.timeout, check=False)
         except ToolError as exc:
             return all_failed(files, f"semgrep: {exc.message}")

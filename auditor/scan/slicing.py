@@ -43,8 +43,10 @@ import ast
 import hashlib
 import json
 import re
+import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
@@ -122,6 +124,8 @@ class SliceCache:
                  histories: SeriesPaths | None = None,
                  upstream: Mapping[str, str] | None = None) -> None:
         self.store = JsonStore(root / "slice")
+        # entries are written on a thread of their own (file system calls let the parsing go on)
+        self._writer: ThreadPoolExecutor | None = None
         self.series = series
         self.settings = settings
         self.histories = histories
@@ -162,7 +166,15 @@ class SliceCache:
             doc.update(functions=s.functions, lines=s.lines,
                        edits=[[n, line] for n, line in enumerate(s.text.split("\n"), start=1)
                               if line != old[n - 1]])
-        self.store.put(self._key(t), doc)
+        if self._writer is None:
+            self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="auditor-slices")
+        self._writer.submit(self.store.put, self._key(t), doc)
+
+    def flush(self) -> None:
+        """Wait until every entry given to :meth:`put` is written (or failed to be)."""
+        if self._writer is not None:
+            self._writer.shutdown(wait=True)
+            self._writer = None
 
 
 def slice_cache(cache_dir: Path | None, ws: Workspace,
@@ -268,6 +280,8 @@ def slice_targets(targets: Sequence[ScanTarget], modified: Callable[[ScanTarget]
             t.text, tree, partial(_near, changed=series))
         if cache is not None:
             cache.put(t, slices[t.key])
+    if cache is not None:
+        cache.flush()
     out: list[ScanTarget] = []
     files = functions = lines = of_lines = 0
     for t in targets:
@@ -324,11 +338,22 @@ def elide_functions(text: str, tree: ast.Module, keep: Callable[[Function], bool
     sliced = "\n".join(out)
     if not verify:
         return Slice(text=sliced, functions=functions, lines=left_out)
-    try:  # a slice that does not parse would leave the file unread: scan it whole instead
-        ast.parse(sliced)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return None
+    if not _compiles(sliced):  # a slice that does not parse would leave the file unread
+        return None  # scan it whole instead
     return Slice(text=sliced, functions=functions, lines=left_out)
+
+
+def _compiles(text: str) -> bool:
+    """Whether ``text`` compiles: CPython's parser without building Python's ``ast`` objects
+    (~4x faster than :func:`ast.parse` on vLLM's code), and stricter (``return`` outside a
+    function, ``nonlocal`` at module level): a text it refuses is one scanned whole."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # SyntaxWarnings are the code's, not ours to print
+            compile(text, "<slice>", "exec", dont_inherit=True)
+    except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
+        return False
+    return True
 
 
 def outer_functions(stmts: Sequence[ast.stmt]) -> Iterator[Function]:
