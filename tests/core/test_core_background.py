@@ -1,0 +1,38 @@
+"""Work started while the process waits on a program (``auditor.background``)."""
+
+from __future__ import annotations
+
+import threading
+
+from auditor import background
+
+
+def test_work_starts_only_when_waiting_and_once() -> None:
+    started: list[str] = []
+    done = threading.Event()
+
+    def work() -> None:
+        started.append(threading.current_thread().name)
+        done.set()
+
+    background.when_waiting(work)
+    assert not done.wait(0.2)  # registered, not started
+    background.waiting()
+    assert done.wait(10)
+    assert started == ["auditor-while-waiting"]  # on a thread of its own
+    done.clear()
+    background.waiting()  # nothing left to start
+    assert not done.wait(0.2)
+    assert started == ["auditor-while-waiting"]
+
+
+def test_sbom_stage_defers_the_jsonschema_import(tmp_path, monkeypatch) -> None:
+    """The sbom stage does not import jsonschema at check time (that held the interpreter lock
+    during verify and slicing); it leaves it for the wait on semgrep."""
+    from auditor.sbom import stage as sbom_stage
+
+    registered: list[object] = []
+    monkeypatch.setattr(sbom_stage, "when_waiting", registered.append)
+    monkeypatch.setattr(sbom_stage, "_memo_exists", lambda _spec: False)
+    sbom_stage.SbomStage().check_inputs(None)  # type: ignore[arg-type]
+    assert registered == [sbom_stage.warm_jsonschema]
