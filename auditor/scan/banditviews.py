@@ -148,9 +148,12 @@ def bandit_view(text: str) -> str | None:
         return None
     lines = text.split("\n")
     imports = list(_imports(tree, functions, lines))
-    words = _WORDS | _bound_by_triggering_imports(imports)
+    words = _WORDS
     if not _imported_exactly(imports) & {"torch", "yaml"}:
-        words -= {"load"}  # B614 and B506 need ``import torch`` or ``import yaml`` in the file
+        # B614 and B506 need ``import torch`` or ``import yaml`` in the file; a name an import
+        # binds stays a word whatever it is (``from pickle import load``: B301)
+        words -= {"load"}
+    words |= _bound_by_triggering_imports(imports)
 
     def keep(f: slicing.Function) -> bool:
         a, b = slicing.span(f)

@@ -96,8 +96,11 @@ def nested():
 NFKC = ("def run(code):\n    return \uff45\uff56\uff41\uff4c(code)  # B307\n"
         + "\n\ndef described():\n    \"\"\"Caf\u00e9 \u00d7 2.\"\"\"\n    return 2\n" + PAD)
 
-# no ``import torch`` or ``import yaml``: a ``load`` cannot be B614's or B506's
+# no ``import torch`` or ``import yaml``: a ``load`` cannot be B614's or B506's, but a ``load``
+# an import binds to pickle's is B301's
 NO_TORCH = "import json\n\n\ndef read(f):\n    return json.load(f)\n" + PAD
+PICKLE_LOAD = ("from pickle import load\n\n\ndef unpickle(f):\n    return load(f)  # B301\n"
+               + PAD)
 
 BIDI = PAD + '\n\ndef f():\n    return "\u202e"  # B613 reads the raw lines\n'
 
@@ -124,6 +127,7 @@ def both_ways(targets: list[ScanTarget], tmp_path: Path) -> tuple[ScannerRun, Sc
 def test_hostile_shapes_same_findings_with_views(tmp_path: Path) -> None:
     targets = [target("hostile.py", HOSTILE), target("nfkc.py", NFKC), target("bidi.py", BIDI),
                target("broken.py", BROKEN), target("no_torch.py", NO_TORCH),
+               target("pickle_load.py", PICKLE_LOAD),
                target("torch_too.py", "import torch\n" + NO_TORCH)]
     viewed, whole = both_ways(targets, tmp_path)
     assert found(viewed) == found(whole)
@@ -143,6 +147,7 @@ def test_hostile_shapes_same_findings_with_views(tmp_path: Path) -> None:
     assert marked <= lines, sorted(marked - lines)
     assert any("b307" in f[0] for f in found(whole)["b:nfkc.py"])
     assert any("b613" in f[0] for f in found(whole)["b:bidi.py"])
+    assert any("b301" in f[0] for f in found(whole)["b:pickle_load.py"])
 
 
 def test_views_leave_out_what_cannot_match() -> None:
@@ -160,6 +165,8 @@ def test_views_leave_out_what_cannot_match() -> None:
     assert "Caf\u00e9" not in nfkc  # other text outside ASCII is no reason to keep a body
     no_torch = bandit_view(NO_TORCH)
     assert no_torch is not None and "json.load" not in no_torch
+    pickle_load = bandit_view(PICKLE_LOAD)
+    assert pickle_load is not None and "return load(f)  # B301" in pickle_load
     assert "json.load" in (bandit_view("import torch\n" + NO_TORCH) or "")
     assert bandit_view(BIDI) is None  # B613 reads the raw file
     assert bandit_view(BROKEN) is None  # bandit's own syntax error, as before
