@@ -24,7 +24,8 @@ line), when its text (decorators and header included) shows none of what a test 
 ``is_module_imported_exact``).
 
 The file is given whole when it does not parse or has a bidirectional control character (B613
-reads the raw lines; :func:`~auditor.scan.slicing.parse_sliceable`), and when no body would be
+reads the raw lines; :func:`~auditor.scan.slicing.parse_sliceable`), when a coding declaration
+would make bandit (which parses bytes) read other text than UTF-8, and when no body would be
 left out. Module-level code and class bodies are always kept. ``tests/scan/test_scan_banditviews.py``
 runs the real bandit on each view and on the file and requires the same results.
 """
@@ -33,9 +34,11 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import io
 import os
 import re
 import sys
+import tokenize
 import unicodedata
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -172,7 +175,10 @@ def rewrite(root: Path, rels: Iterable[str]) -> int:
     done = 0
     for rel in rels:
         path = root / rel
-        view = bandit_view(path.read_bytes().decode("utf-8"))
+        raw = path.read_bytes()
+        if not _reads_as_utf8(raw):
+            continue  # bandit would read other text than the view was made from
+        view = bandit_view(raw.decode("utf-8"))
         if view is None:
             continue
         tmp = path.with_name(path.name + ".view~")
@@ -180,6 +186,16 @@ def rewrite(root: Path, rels: Iterable[str]) -> int:
         os.replace(tmp, path)
         done += 1
     return done
+
+
+def _reads_as_utf8(raw: bytes) -> bool:
+    """Whether bandit (which parses bytes, honouring a coding declaration) reads ``raw`` as the
+    UTF-8 text the view is made from."""
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(raw).readline)
+    except SyntaxError:
+        return False
+    return encoding in ("utf-8", "utf-8-sig")
 
 
 def main(argv: list[str]) -> int:

@@ -106,6 +106,9 @@ BIDI = PAD + '\n\ndef f():\n    return "\u202e"  # B613 reads the raw lines\n'
 
 BROKEN = PAD + "\n\ndef g(:\n    pass\n"
 
+# bandit reads bytes under their coding declaration: such a file is given whole
+LATIN = "# -*- coding: latin-1 -*-\n" + PAD
+
 
 def target(path: str, text: str) -> ScanTarget:
     return ScanTarget(key=f"b:{path}", path=path, origin=Origin.BUNDLE,
@@ -127,7 +130,7 @@ def both_ways(targets: list[ScanTarget], tmp_path: Path) -> tuple[ScannerRun, Sc
 def test_hostile_shapes_same_findings_with_views(tmp_path: Path) -> None:
     targets = [target("hostile.py", HOSTILE), target("nfkc.py", NFKC), target("bidi.py", BIDI),
                target("broken.py", BROKEN), target("no_torch.py", NO_TORCH),
-               target("pickle_load.py", PICKLE_LOAD),
+               target("pickle_load.py", PICKLE_LOAD), target("latin.py", LATIN),
                target("torch_too.py", "import torch\n" + NO_TORCH)]
     viewed, whole = both_ways(targets, tmp_path)
     assert found(viewed) == found(whole)
@@ -138,6 +141,7 @@ def test_hostile_shapes_same_findings_with_views(tmp_path: Path) -> None:
     staged = tmp_path / "views" / "bandit" / "t" / "b"
     assert "y * 2" not in (staged / "hostile.py").read_text()
     assert "y * 2" in (staged / "bidi.py").read_text()
+    assert "y * 2" in (staged / "latin.py").read_text()
     assert "y * 2" in (tmp_path / "whole" / "bandit" / "t" / "b" / "hostile.py").read_text()
     assert not list(staged.glob("*~"))
     # every marked line is one bandit reports
