@@ -35,7 +35,6 @@ from __future__ import annotations
 import ast
 import hashlib
 import io
-import os
 import re
 import sys
 import tokenize
@@ -43,10 +42,11 @@ import unicodedata
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from auditor.scan import slicing
+from auditor.fsutil import atomic_write_bytes
+from auditor.scan import prefilter, slicing
 
-_DIGEST = hashlib.sha256(Path(__file__).read_bytes()
-                         + Path(slicing.__file__).read_bytes()).hexdigest()[:16]
+_DIGEST = hashlib.sha256(Path(__file__).read_bytes() + Path(slicing.__file__).read_bytes()
+                         + Path(prefilter.__file__).read_bytes()).hexdigest()[:16]
 
 # What the tests need, from bandit 1.9.4's plugins and blacklists. A call's resolved name is the
 # import alias of its first part (bandit's ``import_aliases``) followed by the parts written.
@@ -76,8 +76,6 @@ _TMP = re.compile(r"tmp|shm|\\[xuUN0-7\r\n]")
 #: to be continued by the next string literal
 _TMP_START = re.compile(r"[\"'}]/(?:t|tm|v|va|var|var/|var/t|var/tm|d|de|dev|dev/|dev/s|dev/sh)?"
                         r"[\"']")
-_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_IMPORT_WORD = re.compile(r"\bimport\b")
 
 
 def digest() -> str:
@@ -117,17 +115,16 @@ def _imported_exactly(imports: Iterable[ast.Import | ast.ImportFrom]) -> set[str
     return out
 
 
-def _imports(tree: ast.Module, functions: list[slicing.Function],
+def _imports(tree: ast.Module,
+             functions: list[slicing.Function],
              lines: list[str]) -> Iterator[ast.Import | ast.ImportFrom]:
-    """Every import statement of the file: outside functions, then inside those whose lines
-    have the word ``import``."""
+    """Every import statement of the file: outside functions, then in each function's body."""
     outer = {id(f) for f in functions}
-    inside = [f for f in functions
-              for a, b in [slicing.span(f)] if _IMPORT_WORD.search("\n".join(lines[a - 1:b]))]
-    for s in [*slicing.statements(tree.body, not_into=lambda s: id(s) in outer),
-              *(n for f in inside for n in slicing.statements(f.body))]:
+    for s in slicing.statements(tree.body, not_into=lambda s: id(s) in outer):
         if isinstance(s, (ast.Import, ast.ImportFrom)):
             yield s
+    for f in functions:
+        yield from slicing.import_statements(f, lines)
 
 
 def _may_match(text: str, words: frozenset[str]) -> bool:
@@ -135,7 +132,7 @@ def _may_match(text: str, words: frozenset[str]) -> bool:
         return True
     if not text.isascii():  # Python reads an identifier in its NFKC form (strings stay raw)
         text = unicodedata.normalize("NFKC", text)
-    if not words.isdisjoint(_IDENTIFIER.findall(text)):
+    if not words.isdisjoint(prefilter.identifiers(text)):
         return True
     return any(c in text for c in _CONTAINED)
 
@@ -181,9 +178,7 @@ def rewrite(root: Path, rels: Iterable[str]) -> int:
         view = bandit_view(raw.decode("utf-8"))
         if view is None:
             continue
-        tmp = path.with_name(path.name + ".view~")
-        tmp.write_bytes(view.encode("utf-8"))
-        os.replace(tmp, path)
+        atomic_write_bytes(path, view.encode("utf-8"))
         done += 1
     return done
 

@@ -72,7 +72,7 @@ _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 # a file's context is asked about once per function (auditor.scan.taintviews): remembered
 @lru_cache(maxsize=4096)
-def _words(text: str) -> frozenset[str]:
+def identifiers(text: str) -> frozenset[str]:
     """Every run of identifier characters in ``text`` that starts with a letter or ``_``: a
     superset of the words :func:`has_word` finds (it also takes ``abc`` from ``1abc``)."""
     return frozenset(_IDENTIFIER.findall(text))
@@ -91,7 +91,7 @@ class Prefilter:
         """Whether the text made of ``parts`` passes, no item being looked for across two parts
         (a ``word+word`` item may find each word in any part). Words are looked up in the set
         of each part's identifiers, a superset of :meth:`admits`'s whole-word test."""
-        words = [_words(text) for text in parts]
+        words = [identifiers(text) for text in parts]
         for singles, combos, puncts in self._split:
             if any(not singles.isdisjoint(w) for w in words):
                 continue

@@ -275,9 +275,7 @@ def slice_targets(targets: Sequence[ScanTarget], modified: Callable[[ScanTarget]
         # parsed before its lines are asked for: ``changed`` may still be working them out
         # (blame on other threads), and the parse then runs beside it
         tree = parse_sliceable(t.text)
-        series = changed[t.key]
-        slices[t.key] = None if tree is None else elide_functions(
-            t.text, tree, partial(_near, changed=series))
+        slices[t.key] = slice_tree(t.text, tree, changed[t.key])
         if cache is not None:
             cache.put(t, slices[t.key])
     if cache is not None:
@@ -301,10 +299,12 @@ def slice_targets(targets: Sequence[ScanTarget], modified: Callable[[ScanTarget]
 def slice_python(text: str, changed: AbstractSet[int]) -> Slice | None:
     """The slice of ``text`` that keeps every function near a line in ``changed`` (1-based), or
     None when the file is to be scanned whole (see the module docstring)."""
-    tree = parse_sliceable(text)
-    if tree is None:
-        return None
-    return elide_functions(text, tree, lambda f: _near(f, changed))
+    return slice_tree(text, parse_sliceable(text), changed)
+
+
+def slice_tree(text: str, tree: ast.Module | None, changed: AbstractSet[int]) -> Slice | None:
+    """:func:`slice_python` of ``text`` already parsed (``tree``: :func:`parse_sliceable`)."""
+    return None if tree is None else elide_functions(text, tree, partial(_near, changed=changed))
 
 
 def parse_sliceable(text: str) -> ast.Module | None:
@@ -416,16 +416,20 @@ def _blank(s: str) -> bool:
     return not s.strip(" \t")
 
 
-def body_imports(f: Function, lines: Sequence[str]) -> dict[int, list[str]]:
-    """Every import statement in the body of ``f`` (at any depth), as one line of code by start
-    line; a word test on the body's lines first (most bodies import nothing)."""
+def import_statements(f: Function, lines: Sequence[str]) -> list[ast.Import | ast.ImportFrom]:
+    """Every import statement in the body of ``f`` (at any depth), in source order; a word test
+    on the body's lines first (most bodies import nothing)."""
     first, end = _start(f.body[0]), _end(f)
     if not _IMPORT_WORD.search("\n".join(lines[first - 1:end])):
-        return {}
+        return []
+    return [n for n in statements(f.body) if isinstance(n, (ast.Import, ast.ImportFrom))]
+
+
+def body_imports(f: Function, lines: Sequence[str]) -> dict[int, list[str]]:
+    """:func:`import_statements` of ``f``, as one line of code by start line."""
     out: dict[int, list[str]] = {}
-    for n in statements(f.body):
-        if isinstance(n, (ast.Import, ast.ImportFrom)):
-            out.setdefault(n.lineno, []).append(ast.unparse(n))
+    for n in import_statements(f, lines):
+        out.setdefault(n.lineno, []).append(ast.unparse(n))
     return out
 
 
