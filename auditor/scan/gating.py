@@ -61,7 +61,7 @@ def stage_by_gates(files: Sequence[ScanTarget], root: Path, transform: Callable[
     """Stage ``files`` below ``root`` as the module docstring lays out (no ``v`` folders when
     ``views`` is false)."""
     rules = prefiltered(meta)
-    pfs = [Prefilter(m.prefilter) for m in rules]
+    pfs = [Prefilter(m.prefilter, m.sink_group) for m in rules]
     taint = [i for i, m in enumerate(rules) if m.taint]
     groups: dict[str, list[ScanTarget]] = {}
     view_count = 0

@@ -15,7 +15,11 @@ one of the group's items:
 - ``word``: the identifier as a whole word (in code, strings or comments: a superset);
 - ``a+b``: each of the words (``torch+load`` for ``torch.load(...)`` via ``from torch import load``);
 - ``::`` (any other punctuation): those characters in order, with only blanks, line
-  continuations or comments between them (``x[: :-1]``).
+  continuations or comments between them (``x[: :-1]``);
+- ``word(``: the word, in a file; in a taint rule's sink group (``metadata.prefilter-sink-group``,
+  :mod:`auditor.scan.taintviews`), checked against one function, the word *called*: followed
+  by ``(`` with only blanks, continuations, comments or ``)`` between (``(logger.info)(x)``),
+  or the name of an import that the function uses (``from logging import info as i``).
 
 The text checked is the file semgrep is given. Only identifiers spelled in the rule are listed:
 never a literal string's content, which semgrep's constant folding can assemble at run time.
@@ -36,13 +40,28 @@ _BETWEEN = r"(?:[ \t\r\n\f\v\\]|#[^\n]*(?:\n|\Z))*"
 
 
 def valid_item(item: str) -> bool:
-    """An item of a prefilter group: words joined by ``+``, or punctuation."""
-    return bool(_PUNCT.match(item)) or all(_WORD.match(w) for w in item.split("+"))
+    """An item of a prefilter group: words joined by ``+``, punctuation, or a word and ``(``."""
+    return _is_call(item) or bool(_PUNCT.match(item)) or all(_WORD.match(w) for w in item.split("+"))
+
+
+def _is_call(item: str) -> bool:
+    return item.endswith("(") and bool(_WORD.match(item[:-1]))
+
+
+def _plain(item: str) -> str:
+    """The item as a file reads it: ``word(`` is the word."""
+    return item[:-1] if _is_call(item) else item
 
 
 @lru_cache(maxsize=256)
 def _word_re(word: str) -> re.Pattern[str]:
     return re.compile(re.escape(word) + r"(?![A-Za-z0-9_])")
+
+
+@lru_cache(maxsize=256)
+def _call_re(word: str) -> re.Pattern[str]:
+    return re.compile(r"(?<![A-Za-z0-9_])" + re.escape(word) + r"(?:" + _BETWEEN + r"\))*"
+                      + _BETWEEN + r"\(")
 
 
 @lru_cache(maxsize=64)
@@ -62,6 +81,7 @@ def has_word(text: str, word: str) -> bool:
 
 
 def _has_item(text: str, item: str) -> bool:
+    item = _plain(item)
     if _PUNCT.match(item):
         return item[0] in text and _punct_re(item).search(text) is not None
     return all(has_word(text, w) for w in item.split("+"))
@@ -83,6 +103,10 @@ class Prefilter:
     """Groups of items; a text passes when every group has an item in it."""
 
     groups: tuple[tuple[str, ...], ...]
+    # a taint rule's group of the words its sinks spell (``metadata.prefilter-sink-group``), if
+    # it names one: a finding is reported at a sink, so that group must have an item in the
+    # lines of the function holding it (or in an import: :mod:`auditor.scan.taintviews`)
+    sink: int | None = None
 
     def admits(self, text: str) -> bool:
         return _admits(self.groups, text)
@@ -102,13 +126,32 @@ class Prefilter:
             return False
         return True
 
+    def admits_at_sink(self, own: str, imported: str) -> bool:
+        """Whether a function whose lines are ``own`` can hold a sink: an item of the sink group
+        in ``own`` (a ``word(`` called there), or in ``imported``, the import statements that
+        bind a name ``own`` uses (a ``word(`` as a word). True when the rule names no group."""
+        if self.sink is None:
+            return True
+        calls, rest = self._sink_split
+        if any((w in own and _call_re(w).search(own)) or has_word(imported, w) for w in calls):
+            return True
+        return rest is not None and rest.admits_parts((own, imported))
+
+    @cached_property
+    def _sink_split(self) -> tuple[tuple[str, ...], Prefilter | None]:
+        """The sink group's called words, and its other items as a prefilter of their own."""
+        group = self.groups[self.sink] if self.sink is not None else ()
+        rest = tuple(i for i in group if not _is_call(i))
+        return tuple(i[:-1] for i in group if _is_call(i)), Prefilter((rest,)) if rest else None
+
     @cached_property
     def _split(self) -> tuple[tuple[frozenset[str], tuple[tuple[str, ...], ...],
                                     tuple[str, ...]], ...]:
         """Each group as its single words, its ``a+b`` items and its punctuation items."""
+        plain = [[_plain(i) for i in g] for g in self.groups]
         return tuple((frozenset(i for i in g if "+" not in i and not _PUNCT.match(i)),
                       tuple(tuple(i.split("+")) for i in g if "+" in i),
-                      tuple(i for i in g if _PUNCT.match(i))) for g in self.groups)
+                      tuple(i for i in g if _PUNCT.match(i))) for g in plain)
 
 
 # the scan asks twice per file and rule (to stage, then to write the rules): remembered, keyed by

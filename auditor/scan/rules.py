@@ -55,6 +55,9 @@ class RuleMeta:
     # auditor.scan.prefilter); empty: every file of its languages
     prefilter: tuple[tuple[str, ...], ...] = ()
     taint: bool = False  # ``mode: taint``
+    # metadata.prefilter-sink-group (1-based in the YAML): the prefilter group every sink match
+    # spells, a taint rule's (see auditor.scan.taintviews); None: not named
+    sink_group: int | None = None
 
 
 def rule_files(rules_dir: Path = RULES_DIR) -> tuple[Path, ...]:
@@ -160,10 +163,29 @@ def _parse_rule(raw: Any, path: Path, rel: str, n: int) -> RuleMeta:
             raise bad("metadata.prefilter must be a list of non-empty lists of identifiers "
                       "(a+b for several) or punctuation", rule_id)
         prefilter = groups
+    sink_group = _sink_group(meta, prefilter, taint=raw.get("mode") == "taint")
+    if isinstance(sink_group, str):
+        raise bad(sink_group, rule_id)
     return RuleMeta(id=rule_id, category=category, severity=severity,
                     message=" ".join(message.split()), help=" ".join(help_text.split()),
                     languages=tuple(languages), file=rel, paths_include=globs,
-                    prefilter=prefilter, taint=raw.get("mode") == "taint")
+                    prefilter=prefilter, taint=raw.get("mode") == "taint",
+                    sink_group=sink_group)
+
+
+def _sink_group(meta: Mapping[str, Any], prefilter: tuple[tuple[str, ...], ...], *,
+                taint: bool) -> int | str | None:
+    """``metadata.prefilter-sink-group`` as a 0-based index into ``prefilter``, or what is wrong
+    with it."""
+    if "prefilter-sink-group" not in meta:
+        return None
+    n = meta["prefilter-sink-group"]
+    if not taint or not prefilter:
+        return "metadata.prefilter-sink-group is only for a taint rule with a metadata.prefilter"
+    if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= len(prefilter):
+        return (f"metadata.prefilter-sink-group must be the number of one of the "
+                f"{len(prefilter)} prefilter groups (1 for the first)")
+    return n - 1
 
 
 def canonical_rule_id(check_id: str, rules: Mapping[str, RuleMeta] | None = None) -> str | None:

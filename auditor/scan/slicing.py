@@ -374,6 +374,25 @@ def outer_functions(stmts: Sequence[ast.stmt]) -> Iterator[Function]:
                     yield from outer_functions(child.body)
 
 
+def outer_classes(stmts: Sequence[ast.stmt]) -> Iterator[ast.ClassDef]:
+    """The outermost classes among ``stmts``: not inside a function or another class."""
+    for s in statements(stmts, not_into=lambda s: isinstance(s, (*_FUNCTIONS, ast.ClassDef))):
+        if isinstance(s, ast.ClassDef):
+            yield s
+
+
+def class_body(c: ast.ClassDef, lines: Sequence[str]) -> tuple[int, int] | None:
+    """The first and last line of a class's body, 1-based; None when the body does not begin a
+    line of its own (``class C: x = 1``)."""
+    first = c.body[0]
+    start = _start(first)
+    decorators: list[ast.expr] = getattr(first, "decorator_list", None) or []
+    at: ast.stmt | ast.expr = decorators[0] if decorators else first
+    if _prefix(lines[start - 1], at.col_offset).strip():
+        return None
+    return start, c.end_lineno or c.body[-1].lineno
+
+
 def span(f: Function) -> tuple[int, int]:
     """The function's first line (its first decorator's) and last line, 1-based."""
     return _start(f), _end(f)
@@ -423,6 +442,12 @@ def import_statements(f: Function, lines: Sequence[str]) -> list[ast.Import | as
     if not _IMPORT_WORD.search("\n".join(lines[first - 1:end])):
         return []
     return [n for n in statements(f.body) if isinstance(n, (ast.Import, ast.ImportFrom))]
+
+
+def outside_imports(tree: ast.Module) -> list[ast.Import | ast.ImportFrom]:
+    """Every import statement of ``tree`` that is not in a function's body, in source order."""
+    return [n for n in statements(tree.body, not_into=lambda s: isinstance(s, _FUNCTIONS))
+            if isinstance(n, (ast.Import, ast.ImportFrom))]
 
 
 def body_imports(f: Function, lines: Sequence[str]) -> dict[int, list[str]]:

@@ -4,24 +4,29 @@ Semgrep Community Edition's taint analysis is intraprocedural. Measured with sem
 kept true by ``tests/scan/test_scan_taintviews.py``): taint set in module-level code reaches the
 functions that read it, but it is not followed from one function to another through ``self``
 fields, call arguments or return values, a ``global`` assigned in another function, a class
-attribute or a closure. So a finding of a taint rule inside a function follows from that
-function's own lines and the file's *context*: the file with every outermost function body left
-out as :mod:`auditor.scan.slicing` leaves it out (module-level code, class bodies, every function's
-decorators and header, every import kept on its line).
+attribute, a class body (a bare name, or a ``global`` assigned there) or a closure. So a finding of
+a taint rule inside a function follows from that function's own lines and the file's *module
+code*: the file with every outermost function left out as :mod:`auditor.scan.slicing` leaves it
+out and every class body blanked (every import kept). The *context* (the same with class bodies
+kept) is what every view keeps: a finding there needs no function.
 
 A taint rule's prefilter (:mod:`auditor.scan.prefilter`) names words every match needs. Applied to
-the context together with one function's lines, it tells whether the rule can report anything in
-that function at all. A rule's *view* of a file keeps the bodies of the functions that pass and
-leaves out the others, lines and columns in place; the rule reads its view, every other rule reads
-the file, and the findings are the same. This matters because semgrep's taint rules cost most of a
-scan, and in a large module only a few functions hold both a rule's source and its sink words.
+the module code together with one function's lines, it tells whether the rule can report
+anything in that function at all. A finding is reported at its sink, so when the rule names the
+group of its sinks' words (``metadata.prefilter-sink-group``), the function itself must have one
+(a ``word(`` item: the word called), or use a name that an import spelling one binds (semgrep
+resolves ``from logging import info as say``: ``say(x)`` is ``logging.info(x)``). A rule's *view*
+of a file keeps the bodies of the functions that pass and leaves out the others, lines and
+columns in place; the rule reads its view, every other rule reads the file, and the findings are
+the same. This matters because semgrep's taint rules cost most of a scan, and in a large module
+only a few functions hold both a rule's source and its sink words.
 
-A rule that can match in none of the functions (nor in the context alone) is not given the file
-at all. A rule reads the file whole (no view) when the context alone passes its prefilter (every function
-could then match), when no body would be left out, or when the file is not sliced at all
-(:func:`~auditor.scan.slicing.parse_sliceable`). Checking one prefilter item never joins text across
-the context and a function (an identifier or a ``::`` cannot run from one to the other), and a
-``word+word`` item may find its words in either.
+A rule that can match in none of the functions nor in the context is not given the file at all.
+A rule reads the file whole (no view) when it names no sink group and the module code alone
+passes its prefilter (every function could then match), when no body would be left out, or when
+the file is not sliced at all (:func:`~auditor.scan.slicing.parse_sliceable`). Checking one
+prefilter item never joins text across the module code and a function (an identifier or a
+``::`` cannot run from one to the other), and a ``word+word`` item may find its words in either.
 """
 
 from __future__ import annotations
@@ -68,12 +73,15 @@ def taint_views(text: str, prefilters: Sequence[Prefilter]) -> list[View | None]
     if not functions:
         return out
     own = {id(f): "\n".join(lines[a - 1:b]) for f in functions for a, b in [slicing.span(f)]}
-    context = _context(lines, functions)
+    context, module, imports = _context(lines, functions, tree)
     for i, pf in enumerate(prefilters):
-        if pf.admits(context):
+        everywhere = pf.admits(module)
+        if everywhere and pf.sink is None:
             continue
-        keep = {id(f) for f in functions if pf.admits_parts((context, own[id(f)]))}
-        if not keep:
+        keep = {id(f) for f in functions
+                if (everywhere or pf.admits_parts((module, own[id(f)])))
+                and pf.admits_at_sink(own[id(f)], _imported(own[id(f)], imports))}
+        if not keep and not pf.admits(context):
             out[i] = View(None, len(functions), 0)
             continue
         if len(keep) == len(functions):
@@ -84,16 +92,44 @@ def taint_views(text: str, prefilters: Sequence[Prefilter]) -> list[View | None]
     return out
 
 
-def _context(lines: Sequence[str], functions: Sequence[slicing.Function]) -> str:
+def _context(lines: Sequence[str], functions: Sequence[slicing.Function],
+             tree: ast.Module) -> tuple[str, str, list[tuple[frozenset[str], str]]]:
     """The file without its outermost functions (decorators and headers too), every import
-    statement kept: what a finding in any one function can depend on besides that function."""
+    statement kept (the *context*: the code outside every function, where a finding needs no
+    function); the context without the class bodies (the *module* code: what a finding in a
+    function can depend on besides the function); and each import statement of the file with
+    the names it binds."""
     out = list(lines)
-    imports: list[str] = []
+    inside: list[ast.Import | ast.ImportFrom] = []
     for f in functions:
         first, last = slicing.span(f)
         out[first - 1:last] = [""] * (last - first + 1)
-        imports += [i for found in slicing.body_imports(f, lines).values() for i in found]
-    return "\n".join([*out, *imports])
+        inside += slicing.import_statements(f, lines)
+    body = [ast.unparse(n) for n in inside]
+    module = list(out)
+    for c in slicing.outer_classes(tree.body):
+        lines_of = slicing.class_body(c, lines)
+        if lines_of is not None:  # a body on its header's line is kept
+            first, last = lines_of
+            module[first - 1:last] = [""] * (last - first + 1)
+    imports = [(_binds(n), ast.unparse(n)) for n in slicing.outside_imports(tree)]
+    imports += zip(map(_binds, inside), body, strict=True)
+    return "\n".join([*out, *body]), "\n".join([*module, *body]), imports
+
+
+def _binds(n: ast.Import | ast.ImportFrom) -> frozenset[str]:
+    """The names an import statement binds (``import a.b`` binds ``a``)."""
+    if isinstance(n, ast.Import):
+        return frozenset(a.asname or a.name.split(".")[0] for a in n.names)
+    return frozenset(a.asname or a.name for a in n.names if a.name != "*")
+
+
+def _imported(own: str, imports: Sequence[tuple[frozenset[str], str]]) -> str:
+    """The import statements that bind a name ``own`` uses, one a line: semgrep matches a sink
+    pattern's dotted name at a use of the name an import binds to it (``from logging import
+    info as i``; ``i(x)`` is ``logging.info(x)``)."""
+    used = prefilter.identifiers(own)
+    return "\n".join(code for names, code in imports if not names.isdisjoint(used))
 
 
 def _view(text: str, tree: ast.Module, keep: set[int]) -> View | None:

@@ -54,7 +54,22 @@ def test_punctuation_items_stay_linear_on_comment_banners() -> None:
     assert time.process_time() - start < 1.0
 
 
-@pytest.mark.parametrize("raw", [[], [[]], ["exec"], [["ex ec"]], [["a+"]], [[1]], "exec"])
+def test_a_called_word_is_the_word_in_a_file_and_a_call_at_a_sink() -> None:
+    pf = Prefilter((("prompt",), ("info(", "requests")), sink=1)
+    assert pf.admits("prompt = 1\ninfo = 2")  # a file: the word alone
+    called = ["logger.info(x)", "(logger.info)(x)", "logger.info \\\n    (x)",
+              "(logger.info  # why\n (x))", "requests.post(x)"]
+    for own in called:
+        assert pf.admits_at_sink(own, ""), own
+    for own in ["info = x", "self.info", "return info", "loginfo(x)", "x.information(y)"]:
+        assert not pf.admits_at_sink(own, ""), own
+    # a name an import of the word binds, called or not: semgrep resolves it
+    assert pf.admits_at_sink("say(x)", "from logging import info as say")
+    assert Prefilter((("a",),)).admits_at_sink("anything", "")  # no sink group: every function
+
+
+@pytest.mark.parametrize("raw", [[], [[]], ["exec"], [["ex ec"]], [["a+"]], [[1]], "exec",
+                                 [["a+b("]], [["1a("]], [["a(b"]]])
 def test_malformed_prefilters_are_refused(raw: object) -> None:
     assert parse_groups(raw) is None
 

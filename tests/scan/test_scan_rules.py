@@ -227,6 +227,37 @@ def test_bad_rule_file_is_a_spec_error_naming_it(tmp_path: Path, edit: tuple[str
     assert complaint in err.value.message
 
 
+TAINT_RULE = GOOD_RULE.replace("    pattern: requests.get(...)\n", """\
+      prefilter: [[prompt], [post(]]
+      prefilter-sink-group: 2
+    mode: taint
+    pattern-sources: [{pattern: $X.prompt}]
+    pattern-sinks: [{pattern: requests.post(...)}]
+""")
+
+
+def test_a_taint_rule_names_its_sink_group(tmp_path: Path) -> None:
+    (tmp_path / "python.yaml").write_text(TAINT_RULE)
+    meta = rules_mod.load_rule_meta(tmp_path)["network.python.sample"]
+    assert meta.taint and meta.sink_group == 1 and meta.prefilter[1] == ("post(",)
+
+
+@pytest.mark.parametrize("edit", [
+    ("prefilter-sink-group: 2", "prefilter-sink-group: 3"),
+    ("prefilter-sink-group: 2", "prefilter-sink-group: 0"),
+    ("prefilter-sink-group: 2", "prefilter-sink-group: true"),
+    ("prefilter-sink-group: 2", "prefilter-sink-group: second"),
+    ("    mode: taint\n", ""),
+    ("      prefilter: [[prompt], [post(]]\n", ""),
+])
+def test_a_bad_sink_group_is_a_spec_error(tmp_path: Path, edit: tuple[str, str]) -> None:
+    bad = tmp_path / "python.yaml"
+    bad.write_text(TAINT_RULE.replace(*edit))
+    with pytest.raises(SpecError, match="prefilter-sink-group") as err:
+        rules_mod.load_rule_meta(tmp_path)
+    assert str(bad) in err.value.message
+
+
 def test_duplicate_rule_id_is_a_spec_error(tmp_path: Path) -> None:
     (tmp_path / "a.yaml").write_text(GOOD_RULE)
     (tmp_path / "b.yaml").write_text(GOOD_RULE)

@@ -89,6 +89,19 @@ def closure():
     def inner():
         sink(v)  # not followed into the closure
     return inner
+
+
+class D:
+    global J
+    J = source()
+    B = source()
+
+    def bare(self):
+        sink(B)  # not followed from the class body
+
+
+def reads_class_global():
+    sink(J)  # not followed from a class body
 '''
 
 FLOW_RULE = {"rules": [{
@@ -118,7 +131,8 @@ def target(path: str, text: str) -> ScanTarget:
 
 
 def logged_view(text: str) -> Any:
-    pf = Prefilter(rules_mod.load_rule_meta()[LOGGED].prefilter)
+    meta = rules_mod.load_rule_meta()[LOGGED]
+    pf = Prefilter(meta.prefilter, meta.sink_group)
     assert pf.admits(text)
     return taint_views(text, [pf])[0]
 
@@ -160,8 +174,13 @@ def test_module_level_words_count_for_every_function() -> None:
     text = MODEL.replace("logger = logging", "prompt = load()\nlogger = logging")
     view = logged_view(text)
     assert view is not None and view.text is not None and "served" in view.text
-    # a module-level source and sink: every function could match, the file is read whole
-    assert logged_view(text + "print(prompt)\n") is None
+    # a module-level source and sink: every function that calls a sink could match
+    view = logged_view(text + "print(prompt)\n")
+    assert view is not None and view.text is not None
+    assert "served" in view.text and "embed(input_ids)" not in view.text
+    # a rule naming no sink group: every function could match, the file is read whole
+    pf = Prefilter(rules_mod.load_rule_meta()[LOGGED].prefilter)
+    assert taint_views(text + "print(prompt)\n", [pf]) == [None]
 
 
 def test_imports_inside_functions_count_for_every_function() -> None:
@@ -172,6 +191,38 @@ def test_imports_inside_functions_count_for_every_function() -> None:
     view = logged_view(text)
     assert view is not None and view.text is not None
     assert "keep(request.prompt, f)" in view.text and "n + 1" not in view.text
+
+
+def test_a_function_must_call_a_sink_word_itself() -> None:
+    text = MODEL + (
+        "\n\ndef parenthesized(prompt):\n    (logger.info)('%s', prompt)\n"
+        "\n\ndef continued(prompt):\n    logger.warning \\\n        ('%s', prompt)\n"
+        "\n\ndef named_only(prompt):\n    info = prompt\n    return info\n")
+    view = logged_view(text)
+    assert view is not None and view.text is not None
+    assert "(logger.info)('%s', prompt)" in view.text and "('%s', prompt)" in view.text
+    assert "info = prompt" not in view.text  # the word, not called: no sink there
+
+
+def test_a_name_an_import_binds_to_a_sink_counts() -> None:
+    text = ("from logging import info as say\n\n\ndef leak(prompt):\n    say(prompt)\n"
+            "\n\ndef keep(prompt):\n    return [prompt]\n")
+    view = logged_view(text)
+    assert view is not None and view.text is not None
+    assert "say(prompt)" in view.text and "return [prompt]" not in view.text
+
+
+def test_class_bodies_do_not_reach_methods_but_can_hold_a_finding() -> None:
+    text = ("import logging\n\nlogger = logging.getLogger(__name__)\n\n\n"
+            "class Config:\n    prompt_embeds: bool = False\n\n"
+            "    def describe(self, n):\n        logger.info('%d', n)\n")
+    # the class body's source word reaches no method: no function can match
+    view = logged_view(text + "\n\ndef other(prompt):\n    return prompt\n")
+    assert view is not None and view.text is None
+    # a source and a sink in the class body itself: the rule reads the class body
+    view = logged_view(text.replace("False\n", "False\n    print(prompt_embeds)\n"))
+    assert view is not None and view.text is not None and "print(prompt_embeds)" in view.text
+    assert "logger.info('%d', n)" not in view.text
 
 
 def test_a_rule_that_can_match_no_function_is_not_given_the_file() -> None:
@@ -229,6 +280,17 @@ HOSTILE = {
         "def _setup():\n    from json import dump as keep\n    return keep\n\n\n"
         "def handle(request, f):\n    keep(request.prompt, f)\n\n\n"
         "def forward(input_ids):\n    return input_ids\n"),
+    # sinks called through parentheses, a line continuation or a name an import binds; a class
+    # body holding a source and a sink; a method naming a sink word without calling it
+    "vllm/utils/calls.py": (
+        "import logging\nfrom logging import info as say\n\n"
+        "logger = logging.getLogger(__name__)\n\n\n"
+        "class Cfg:\n    prompt_embeds: bool = False\n    print(prompt_embeds)\n\n"
+        "    def show(self, prompt):\n        (logger.info)('%s', prompt)\n\n"
+        "    def wrapped(self, prompt):\n        logger.warning \\\n            ('%s', prompt)\n\n"
+        "    def aliased(self, prompt):\n        say(prompt)\n\n"
+        "    def named(self, prompt):\n        info = prompt\n        return info\n\n\n"
+        "def class_reader(n):\n    logger.info('%d', n)\n"),
     # module-level taint read in a function
     "vllm/utils/module.py": (
         "import sys\nprompt = sys.argv[1]\n\n\ndef dump(f):\n"
@@ -255,6 +317,8 @@ def test_views_give_the_findings_whole_files_give(tmp_path: Path, cli: str) -> N
         LOGGED, "secret-access.python.secret-exfiltration"}
     assert on["findings"]["b:vllm/utils/alias.py"]
     assert on["findings"]["b:vllm/utils/module.py"]
+    calls = sorted(line for r, line, *_ in on["findings"]["b:vllm/utils/calls.py"] if r == LOGGED)
+    assert calls == [9, 12, 15, 19]
 
 
 def test_every_taint_rule_with_a_prefilter_gets_views() -> None:
