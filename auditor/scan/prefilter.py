@@ -115,7 +115,11 @@ class Prefilter:
         """Whether the text made of ``parts`` passes, no item being looked for across two parts
         (a ``word+word`` item may find each word in any part). Words are looked up in the set
         of each part's identifiers, a superset of :meth:`admits`'s whole-word test."""
-        words = [identifiers(text) for text in parts]
+        return self.admits_words([identifiers(text) for text in parts], parts)
+
+    def admits_words(self, words: Sequence[frozenset[str]], parts: Sequence[str]) -> bool:
+        """:meth:`admits_parts` with each part's words given (the identifiers of its code
+        alone, say); punctuation items are looked for in ``parts``."""
         for singles, combos, puncts in self._split:
             if any(not singles.isdisjoint(w) for w in words):
                 continue

@@ -33,8 +33,11 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import io
+import tokenize
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 from auditor.scan import prefilter, slicing
@@ -80,7 +83,10 @@ def taint_views(text: str, prefilters: Sequence[Prefilter]) -> list[View | None]
             continue
         keep = {id(f) for f in functions
                 if (everywhere or pf.admits_parts((module, own[id(f)])))
-                and pf.admits_at_sink(own[id(f)], _imported(own[id(f)], imports))}
+                and pf.admits_at_sink(own[id(f)], _imported(own[id(f)], imports))
+                and (everywhere and pf.admits_words([code_words(module)], (module,))
+                     or pf.admits_words([code_words(module), code_words(own[id(f)])],
+                                        (module, own[id(f)])))}
         if not keep and not pf.admits(context):
             out[i] = View(None, len(functions), 0)
             continue
@@ -90,6 +96,31 @@ def taint_views(text: str, prefilters: Sequence[Prefilter]) -> list[View | None]
         if view is not None:
             out[i] = view
     return out
+
+
+@lru_cache(maxsize=4096)
+def code_words(text: str) -> frozenset[str]:
+    """The identifiers of ``text``'s code: not those only in a comment or a string literal (an
+    f-string's are kept: its fields are code). No pattern of a taint rule's sources matches
+    there (a ``pattern-regex`` source taints an expression the match covers, and a literal's
+    range holds its quotes), so these are the source words a function can use. Text that does
+    not tokenize gives all its identifiers."""
+    words: set[str] = set()
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+            if tok.type == tokenize.NAME:
+                words.add(tok.string)
+            elif tok.type == tokenize.STRING and "f" in _prefix(tok.string):
+                words |= prefilter.identifiers(tok.string)
+    except (tokenize.TokenError, SyntaxError):
+        return prefilter.identifiers(text)
+    return frozenset(words)
+
+
+def _prefix(literal: str) -> str:
+    """A string literal's prefix letters, lower-cased (``rb``, ``f``)."""
+    return literal[:min(i for i in (literal.find('"'), literal.find("'"), len(literal))
+                        if i >= 0)].lower()
 
 
 def _context(lines: Sequence[str], functions: Sequence[slicing.Function],

@@ -91,7 +91,7 @@ def test_gated_rules_include_only_admitted_files_and_drop_rules_with_none(
     rule = GATED["unsafe-deserialization.python.untrusted-channel"]
     meta = rules_mod.load_rule_meta()
     doc = {"rules": [{"id": rule.id, "languages": ["python"], "mode": "taint"},
-                     {"id": "network.python.http-client", "languages": ["python"]}]}
+                     {"id": "api-exposure.python.bind-all-interfaces", "languages": ["python"]}]}
     texts = {"vllm/a.py": "import pickle\nd = pickle.loads(s.recv(9))\n", "vllm/b.py": "x = 1\n"}
 
     def gate(texts: dict[str, str], where: str) -> tuple[Staging, dict[str, Any]]:
@@ -104,7 +104,7 @@ def test_gated_rules_include_only_admitted_files_and_drop_rules_with_none(
     assert out["rules"][0]["paths"] == {"include": [f"/{a_rel.split('/')[0]}/"]}
     assert "paths" not in out["rules"][1]  # no prefilter: every file
     _, only_b = gate({"vllm/b.py": texts["vllm/b.py"]}, "b")
-    assert [r["id"] for r in only_b["rules"]] == ["network.python.http-client"]
+    assert [r["id"] for r in only_b["rules"]] == ["api-exposure.python.bind-all-interfaces"]
     # a name that would need escaping in a path pattern leaves the rule ungated
     _, odd = gate({**texts, "vllm/c[1].py": "x = 2\n"}, "odd")
     assert "paths" not in odd["rules"][0]

@@ -22,7 +22,7 @@ from auditor.scan.gating import Staging, gated_rules, prefiltered, stage_by_gate
 from auditor.scan.interface import Origin, ScanTarget
 from auditor.scan.prefilter import Prefilter
 from auditor.scan.semgrep import SemgrepScanner
-from auditor.scan.taintviews import taint_views
+from auditor.scan.taintviews import code_words, taint_views
 from auditor.subproc import run
 
 LOGGED = "prompt-logging.python.request-content-logged"
@@ -225,6 +225,27 @@ def test_class_bodies_do_not_reach_methods_but_can_hold_a_finding() -> None:
     assert "logger.info('%d', n)" not in view.text
 
 
+def test_code_words_leave_out_strings_and_comments_but_not_f_string_fields() -> None:
+    text = ('    def f(self, n):\n        # the prompt\n        """A prompt."""\n'
+            "        a = 'prompts'\n        b = rb'token_ids'\n        c = f'{messages}'\n"
+            '        d = F"""{input_ids!r}"""\n        return n\n')
+    words = code_words(text)
+    assert {"self", "n", "a", "b", "c", "d", "messages", "input_ids"} <= words
+    assert not {"prompt", "prompts", "token_ids", "A"} & words
+    # text that does not tokenize: every identifier counts
+    assert "prompt" in code_words('x = """prompt\n')
+
+
+def test_a_source_word_only_in_a_string_or_comment_does_not_count() -> None:
+    text = ("import logging\n\nlogger = logging.getLogger(__name__)\n\n\n"
+            'def documented(n):\n    """Counts the prompt."""\n'
+            "    logger.info('prompt count %d', n)  # not the prompt itself\n\n\n"
+            "def formatted(request):\n    logger.info(f'{request.prompt}')\n")
+    view = logged_view(text)
+    assert view is not None and view.text is not None
+    assert "f'{request.prompt}'" in view.text and "prompt count" not in view.text
+
+
 def test_a_rule_that_can_match_no_function_is_not_given_the_file() -> None:
     text = ("import logging\n\n\ndef forward(input_ids):\n    return input_ids\n\n\n"
             "def report(n):\n    logging.info('%d', n)\n")
@@ -253,7 +274,7 @@ def test_views_are_staged_apart_and_every_other_rule_excludes_them(tmp_path: Pat
     assert base not in staging.readers[LOGGED]  # the rule reads its view instead
     assert (tmp_path / view_rel).read_text(encoding="utf-8").count("\n") == MODEL.count("\n")
     doc = {"rules": [{"id": LOGGED, "languages": ["python"], "mode": "taint"},
-                     {"id": "network.python.http-client", "languages": ["python"]},
+                     {"id": "api-exposure.python.bind-all-interfaces", "languages": ["python"]},
                      {"id": "x.generic.own", "languages": ["generic"],
                       "paths": {"include": ["*.conf"], "exclude": ["/tests/"]}}]}
     rules = gated_rules(doc, rules_mod.load_rule_meta(), staging)["rules"]
@@ -291,6 +312,13 @@ HOSTILE = {
         "    def aliased(self, prompt):\n        say(prompt)\n\n"
         "    def named(self, prompt):\n        info = prompt\n        return info\n\n\n"
         "def class_reader(n):\n    logger.info('%d', n)\n"),
+    # source words in docstrings, strings and comments; sources in f-string fields
+    "vllm/utils/strings.py": (
+        "import logging\n\nlogger = logging.getLogger(__name__)\n\n\n"
+        "def formatted(request):\n    logger.info(f'{request.prompt}')\n\n\n"
+        "def nested(request):\n    logger.info(f\"{'x' + request.prompt}\")\n\n\n"
+        'def documented(n):\n    """Logs the prompt count."""\n'
+        "    logger.info('prompt count %d', n)  # not the prompt\n"),
     # module-level taint read in a function
     "vllm/utils/module.py": (
         "import sys\nprompt = sys.argv[1]\n\n\ndef dump(f):\n"
@@ -319,6 +347,9 @@ def test_views_give_the_findings_whole_files_give(tmp_path: Path, cli: str) -> N
     assert on["findings"]["b:vllm/utils/module.py"]
     calls = sorted(line for r, line, *_ in on["findings"]["b:vllm/utils/calls.py"] if r == LOGGED)
     assert calls == [9, 12, 15, 19]
+    strings = sorted(line for r, line, *_ in on["findings"]["b:vllm/utils/strings.py"]
+                     if r == LOGGED)
+    assert strings == [7, 11]
 
 
 def test_every_taint_rule_with_a_prefilter_gets_views() -> None:
