@@ -185,8 +185,11 @@ def admits(groups: Sequence[Sequence[str]], texts: Iterable[tuple[str, str]]) ->
 
 
 def signature(text: str, prefilters: Sequence[Prefilter]) -> int:
-    """A bit mask: bit i set when ``prefilters[i]`` admits ``text``."""
-    return sum(1 << i for i, pf in enumerate(prefilters) if pf.admits(text))
+    """A bit mask: bit i set when ``prefilters[i]`` admits ``text``. The text's identifiers
+    are found once and each word looked up in them (a superset of :func:`has_word`, which
+    would search the text again for every word of every prefilter)."""
+    words = [frozenset(_IDENTIFIER.findall(text))]
+    return sum(1 << i for i, pf in enumerate(prefilters) if pf.admits_words(words, (text,)))
 
 
 def include_cover(keep: Iterable[str], candidates: Iterable[str]) -> list[str]:

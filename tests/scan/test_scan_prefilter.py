@@ -86,6 +86,25 @@ def test_every_hostile_fixture_passes_its_rules_prefilter() -> None:
                         assert Prefilter(GATED[rid].prefilter).admits(text), (rid, path)
 
 
+def test_a_signature_sets_every_bit_a_prefilter_admits() -> None:
+    """The signature looks words up in the text's identifiers (found once): never fewer than
+    the whole-word test admits, and the same on ordinary code."""
+    from auditor.scan.gating import prefiltered
+    from auditor.scan.prefilter import signature
+
+    metas = prefiltered(rules_mod.load_rule_meta())
+    pfs = [Prefilter(m.prefilter, m.sink_group) for m in metas]
+    texts = [p.read_text(encoding="utf-8") for p in sorted(rules_mod.FIXTURES_DIR.rglob("*.py"))]
+    texts += ["import os\nos.execv(p, a)\n", "1os = x; run()\n", "éos.run()\n",
+              "y = x[: # c\n :-1]\nexec(y)\n"]
+    for text in texts:
+        exact = sum(1 << i for i, pf in enumerate(pfs) if pf.admits(text))
+        got = signature(text, pfs)
+        assert got & exact == exact, text[:60]
+        if "1os" not in text and "éos" not in text:
+            assert got == exact, text[:60]
+
+
 def test_gated_rules_include_only_admitted_files_and_drop_rules_with_none(
         tmp_path: Path) -> None:
     rule = GATED["unsafe-deserialization.python.untrusted-channel"]
