@@ -204,12 +204,16 @@ def test_a_function_must_call_a_sink_word_itself() -> None:
     assert "info = prompt" not in view.text  # the word, not called: no sink there
 
 
-def test_a_name_an_import_binds_to_a_sink_counts() -> None:
-    text = ("from logging import info as say\n\n\ndef leak(prompt):\n    say(prompt)\n"
-            "\n\ndef keep(prompt):\n    return [prompt]\n")
+def assert_view_keeps(text: str, kept: str, left_out: str) -> None:
     view = logged_view(text)
     assert view is not None and view.text is not None
-    assert "say(prompt)" in view.text and "return [prompt]" not in view.text
+    assert kept in view.text and left_out not in view.text
+
+
+def test_a_name_an_import_binds_to_a_sink_counts() -> None:
+    assert_view_keeps("from logging import info as say\n\n\ndef leak(prompt):\n    say(prompt)\n"
+                      "\n\ndef keep(prompt):\n    return [prompt]\n",
+                      kept="say(prompt)", left_out="return [prompt]")
 
 
 def test_class_bodies_do_not_reach_methods_but_can_hold_a_finding() -> None:
@@ -241,9 +245,7 @@ def test_a_source_word_only_in_a_string_or_comment_does_not_count() -> None:
             'def documented(n):\n    """Counts the prompt."""\n'
             "    logger.info('prompt count %d', n)  # not the prompt itself\n\n\n"
             "def formatted(request):\n    logger.info(f'{request.prompt}')\n")
-    view = logged_view(text)
-    assert view is not None and view.text is not None
-    assert "f'{request.prompt}'" in view.text and "prompt count" not in view.text
+    assert_view_keeps(text, kept="f'{request.prompt}'", left_out="prompt count")
 
 
 def test_a_rule_that_can_match_no_function_is_not_given_the_file() -> None:
