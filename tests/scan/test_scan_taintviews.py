@@ -102,6 +102,15 @@ class D:
 
 def reads_class_global():
     sink(J)  # not followed from a class body
+
+
+W = B
+Z = D.B
+
+
+def reads_class_names_through_module_code():
+    sink(W)  # not followed from a class body through module-level code
+    sink(Z)
 '''
 
 FLOW_RULE = {"rules": [{
