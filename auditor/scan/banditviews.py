@@ -119,10 +119,7 @@ def _imports(tree: ast.Module,
              functions: list[slicing.Function],
              lines: list[str]) -> Iterator[ast.Import | ast.ImportFrom]:
     """Every import statement of the file: outside functions, then in each function's body."""
-    outer = {id(f) for f in functions}
-    for s in slicing.statements(tree.body, not_into=lambda s: id(s) in outer):
-        if isinstance(s, (ast.Import, ast.ImportFrom)):
-            yield s
+    yield from slicing.outside_imports(tree)
     for f in functions:
         yield from slicing.import_statements(f, lines)
 

@@ -90,12 +90,14 @@ def _has_item(text: str, item: str) -> bool:
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
-# a file's context is asked about once per function (auditor.scan.taintviews): remembered
-@lru_cache(maxsize=4096)
-def identifiers(text: str) -> frozenset[str]:
+def _identifiers(text: str) -> frozenset[str]:
     """Every run of identifier characters in ``text`` that starts with a letter or ``_``: a
     superset of the words :func:`has_word` finds (it also takes ``abc`` from ``1abc``)."""
     return frozenset(_IDENTIFIER.findall(text))
+
+
+# a file's context is asked about once per function (auditor.scan.taintviews): remembered
+identifiers = lru_cache(maxsize=4096)(_identifiers)
 
 
 @dataclass(frozen=True)
@@ -188,7 +190,7 @@ def signature(text: str, prefilters: Sequence[Prefilter]) -> int:
     """A bit mask: bit i set when ``prefilters[i]`` admits ``text``. The text's identifiers
     are found once and each word looked up in them (a superset of :func:`has_word`, which
     would search the text again for every word of every prefilter)."""
-    words = [frozenset(_IDENTIFIER.findall(text))]
+    words = [_identifiers(text)]  # not remembered: each file is asked once
     return sum(1 << i for i, pf in enumerate(prefilters) if pf.admits_words(words, (text,)))
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -163,9 +163,8 @@ def _parse_rule(raw: Any, path: Path, rel: str, n: int) -> RuleMeta:
             raise bad("metadata.prefilter must be a list of non-empty lists of identifiers "
                       "(a+b for several) or punctuation", rule_id)
         prefilter = groups
-    sink_group = _sink_group(meta, prefilter, taint=raw.get("mode") == "taint")
-    if isinstance(sink_group, str):
-        raise bad(sink_group, rule_id)
+    sink_group = _sink_group(meta, prefilter, taint=raw.get("mode") == "taint",
+                             bad=lambda what: bad(what, rule_id))
     return RuleMeta(id=rule_id, category=category, severity=severity,
                     message=" ".join(message.split()), help=" ".join(help_text.split()),
                     languages=tuple(languages), file=rel, paths_include=globs,
@@ -174,17 +173,17 @@ def _parse_rule(raw: Any, path: Path, rel: str, n: int) -> RuleMeta:
 
 
 def _sink_group(meta: Mapping[str, Any], prefilter: tuple[tuple[str, ...], ...], *,
-                taint: bool) -> int | str | None:
-    """``metadata.prefilter-sink-group`` as a 0-based index into ``prefilter``, or what is wrong
-    with it."""
+                taint: bool, bad: Callable[[str], SpecError]) -> int | None:
+    """``metadata.prefilter-sink-group`` as a 0-based index into ``prefilter`` (``bad`` makes the
+    error that a wrong one raises)."""
     if "prefilter-sink-group" not in meta:
         return None
     n = meta["prefilter-sink-group"]
     if not taint or not prefilter:
-        return "metadata.prefilter-sink-group is only for a taint rule with a metadata.prefilter"
+        raise bad("metadata.prefilter-sink-group is only for a taint rule with a metadata.prefilter")
     if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= len(prefilter):
-        return (f"metadata.prefilter-sink-group must be the number of one of the "
-                f"{len(prefilter)} prefilter groups (1 for the first)")
+        raise bad(f"metadata.prefilter-sink-group must be the number of one of the "
+                  f"{len(prefilter)} prefilter groups (1 for the first)")
     return n - 1
 
 

@@ -81,12 +81,11 @@ def taint_views(text: str, prefilters: Sequence[Prefilter]) -> list[View | None]
         everywhere = pf.admits(module)
         if everywhere and pf.sink is None:
             continue
+        # the module code's words alone, code only: then a function needs only a sink
+        module_code = everywhere and pf.admits_words([code_words(module)], (module,))
         keep = {id(f) for f in functions
-                if (everywhere or pf.admits_parts((module, own[id(f)])))
-                and pf.admits_at_sink(own[id(f)], _imported(own[id(f)], imports))
-                and (everywhere and pf.admits_words([code_words(module)], (module,))
-                     or pf.admits_words([code_words(module), code_words(own[id(f)])],
-                                        (module, own[id(f)])))}
+                if _can_hold_finding(pf, own[id(f)], module, imports, everywhere=everywhere,
+                                     module_code=module_code)}
         if not keep and not pf.admits(context):
             out[i] = View(None, len(functions), 0)
             continue
@@ -96,6 +95,19 @@ def taint_views(text: str, prefilters: Sequence[Prefilter]) -> list[View | None]
         if view is not None:
             out[i] = view
     return out
+
+
+def _can_hold_finding(pf: Prefilter, own: str, module: str,
+                      imports: Sequence[tuple[frozenset[str], str]], *, everywhere: bool,
+                      module_code: bool) -> bool:
+    """Whether a function (its lines ``own``) can hold a finding of ``pf``'s rule: the words of
+    every group in it or the module code (``everywhere``: the module code has them all), in
+    their code (``module_code``: the module code's code has them all), and a sink of its own."""
+    if not (everywhere or pf.admits_parts((module, own))):
+        return False
+    if not pf.admits_at_sink(own, _imported(own, imports)):
+        return False
+    return module_code or pf.admits_words([code_words(module), code_words(own)], (module, own))
 
 
 @lru_cache(maxsize=4096)
@@ -119,8 +131,7 @@ def code_words(text: str) -> frozenset[str]:
 
 def _prefix(literal: str) -> str:
     """A string literal's prefix letters, lower-cased (``rb``, ``f``)."""
-    return literal[:min(i for i in (literal.find('"'), literal.find("'"), len(literal))
-                        if i >= 0)].lower()
+    return literal[:len(literal) - len(literal.lstrip("rRbBuUfF"))].lower()
 
 
 def _context(lines: Sequence[str], functions: Sequence[slicing.Function],
