@@ -9,6 +9,7 @@ series does not explain are marked :data:`UNEXPLAINED`.
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 
@@ -21,6 +22,8 @@ from auditor.provenance.bundlefiles import bundle_files
 UPSTREAM: None = None
 #: a line of the bundle that neither upstream nor any series commit has
 UNEXPLAINED = "unexplained"
+# a porcelain header row: the commit (40 hex digits), then its line numbers
+_HEADER = re.compile(rb"[0-9a-f]{40}(?= |$)")
 
 
 def _blame(git: Git, rng: str, path: str) -> tuple[list[str | None], list[str]] | None:
@@ -29,20 +32,23 @@ def _blame(git: Git, rng: str, path: str) -> tuple[list[str | None], list[str]] 
     if res.returncode != 0:
         return None
     origins: list[str | None] = []
-    lines: list[str] = []
-    boundary: set[str] = set()
-    current = ""
+    rows: list[bytes] = []
+    boundary: set[bytes] = set()
+    current = b""
+    origin: str | None = None  # current's origin, decoded once per header
     raw = res.stdout if isinstance(res.stdout, bytes) else res.stdout.encode()
     for row in raw.split(b"\n"):
-        if row.startswith(b"\t"):
-            lines.append(row[1:].decode("utf-8", "replace").removesuffix("\r"))
-            origins.append(None if current in boundary else current)
+        if row[:1] == b"\t":
+            rows.append(row)
+            origins.append(origin)
         elif row == b"boundary":
             boundary.add(current)
-        else:
-            head = row.split(b" ", 1)[0]
-            if len(head) == 40 and all(c in b"0123456789abcdef" for c in head):
-                current = head.decode()
+            origin = None
+        elif _HEADER.match(row):
+            # the commit of the next line (a 40-hex word begins no other row of the format)
+            current = row[:40]
+            origin = None if current in boundary else current.decode("ascii")
+    lines = [r[1:].decode("utf-8", "replace").removesuffix("\r") for r in rows]
     return origins, lines
 
 

@@ -15,6 +15,8 @@
 from __future__ import annotations
 
 import datetime as dt
+import re
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
@@ -58,7 +60,9 @@ _SEVERITY_RANK = {s: n for n, s in enumerate(Severity)}  # critical first
 SNIPPET_LINES = 5
 SNIPPET_WIDTH = 200
 # characters str.splitlines() breaks lines on besides "\n" (git and the scanners do not)
-_ODD_BREAKS = str.maketrans({c: " " for c in "\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"})
+_ODD = "\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
+_ODD_BREAKS = str.maketrans({c: " " for c in _ODD})
+_ODD_BREAK = re.compile(f"[{_ODD}]")
 
 
 @dataclass(frozen=True)
@@ -239,8 +243,7 @@ class _Blamer:
             self._progress(f"scan: attributing lines of {len(fresh)} changed file(s)")
         for t in fresh:
             self._pending[t.path] = self._pool.submit(
-                line_origins, self._ws, t.path,
-                "\n".join(split_lines(t.text)).translate(_ODD_BREAKS))
+                line_origins, self._ws, t.path, _git_lines(t.text))
 
     def changed_lines(self, t: ScanTarget) -> set[int] | None:
         """The lines of ``t`` the series wrote (None for a file the series did not change)."""
@@ -256,6 +259,13 @@ class _Blamer:
 
     def close(self) -> None:
         self._pool.shutdown(wait=True)
+
+
+def _git_lines(text: str) -> str:
+    """``text`` as its lines are compared with git's: split on newlines only, any other line
+    break a blank (translated only when there is one: most files have none)."""
+    joined = "\n".join(split_lines(text))
+    return joined.translate(_ODD_BREAKS) if _ODD_BREAK.search(joined) else joined
 
 
 def _owners(files: Sequence[ScanTarget], targets: Sequence[ScanTarget]) -> dict[str, ScanTarget]:
@@ -389,11 +399,13 @@ def _run_scanners(scanners: Sequence[Scanner], targets: Sequence[ScanTarget],
     def work(name: str) -> ScannerRun:
         s, misses, _keys = pending[name]
         progress(f"scan: {name} over {len(misses)} file(s)")
+        started = time.monotonic()
         try:
             run = s.scan(misses, workdir / f"scan-{name}")
         except Exception as exc:  # a scanner crash is "not checked", never "clean"
             reason = getattr(exc, "message", None) or f"{type(exc).__name__}: {exc}"
             return all_failed(misses, f"{name} crashed: {reason}")
+        progress(f"scan: {name} done in {time.monotonic() - started:.1f} s")
         missing = [t for t in misses if t.key not in run.findings and t.key not in run.errors]
         if missing:  # a scanner that forgot a file has not checked it
             extra = all_failed(missing, f"{name} returned no result for it")

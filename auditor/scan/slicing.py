@@ -63,7 +63,7 @@ SLICE_CACHE_SCHEMA = "auditor/slice-cache/v1"
 _ODD_BREAK = re.compile("\r(?!\n)|[\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
 # bidirectional control characters (bandit B613 reports only the first in a file)
 _BIDI = re.compile("[\u202a-\u202e\u2066-\u2069\u200f]")
-_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 Function = ast.FunctionDef | ast.AsyncFunctionDef
 _SOURCE_DIGEST = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]
 _SCOPE_WORDS = re.compile(r"\b(?:global|nonlocal)\b")
@@ -360,7 +360,7 @@ def outer_functions(stmts: Sequence[ast.stmt]) -> Iterator[Function]:
     """The outermost functions among ``stmts``: at module level, in classes, in compound
     statements (``if``/``try``/``with`` ...), but not inside other functions."""
     for s in stmts:
-        if isinstance(s, _FUNCTIONS):
+        if isinstance(s, FUNCTIONS):
             yield s
             continue
         if isinstance(s, ast.ClassDef):
@@ -376,7 +376,7 @@ def outer_functions(stmts: Sequence[ast.stmt]) -> Iterator[Function]:
 
 def outer_classes(stmts: Sequence[ast.stmt]) -> Iterator[ast.ClassDef]:
     """The outermost classes among ``stmts``: not inside a function or another class."""
-    for s in statements(stmts, not_into=lambda s: isinstance(s, (*_FUNCTIONS, ast.ClassDef))):
+    for s in statements(stmts, not_into=lambda s: isinstance(s, (*FUNCTIONS, ast.ClassDef))):
         if isinstance(s, ast.ClassDef):
             yield s
 
@@ -446,7 +446,7 @@ def import_statements(f: Function, lines: Sequence[str]) -> list[ast.Import | as
 
 def outside_imports(tree: ast.Module) -> list[ast.Import | ast.ImportFrom]:
     """Every import statement of ``tree`` that is not in a function's body, in source order."""
-    return [n for n in statements(tree.body, not_into=lambda s: isinstance(s, _FUNCTIONS))
+    return [n for n in statements(tree.body, not_into=lambda s: isinstance(s, FUNCTIONS))
             if isinstance(n, (ast.Import, ast.ImportFrom))]
 
 

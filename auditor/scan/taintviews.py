@@ -21,6 +21,13 @@ columns in place; the rule reads its view, every other rule reads the file, and 
 the same. This matters because semgrep's taint rules cost most of a scan, and in a large module
 only a few functions hold both a rule's source and its sink words.
 
+Nor does taint leave a lambda's body (measured: not by a side effect, a name bound in it, what
+it returns when called, nor when the lambda is a sink's argument), and a finding in one is
+reported at a sink in it. So for a rule that names its sinks, the body of a lambda outside every
+function that calls none of them is left out of the rule's view and of the module code and
+context its prefilter reads: ``...`` in its place, lines and columns around it kept (vLLM's
+``envs.py`` is a dict of ~300 ``lambda: os.getenv(...)`` that every view otherwise kept).
+
 A rule that can match in none of the functions nor in the context is not given the file at all.
 A rule reads the file whole (no view) when it names no sink group and the module code alone
 passes its prefilter (every function could then match), when no body would be left out, or when
@@ -35,7 +42,7 @@ import ast
 import hashlib
 import io
 import tokenize
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -73,27 +80,33 @@ def taint_views(text: str, prefilters: Sequence[Prefilter]) -> list[View | None]
         return out
     lines = text.split("\n")
     functions = list(slicing.outer_functions(tree.body))
-    if not functions:
+    lambdas = _outside_lambdas(tree, lines) if "lambda" in text else []
+    if not functions and not lambdas:
         return out
     own = {id(f): "\n".join(lines[a - 1:b]) for f in functions for a, b in [slicing.span(f)]}
-    context, module, imports = _context(lines, functions, tree)
+    layout = _Layout.of(tree, lines, functions)
+    whole = layout.texts(lines)
     for i, pf in enumerate(prefilters):
+        # lambda bodies that call none of the rule's sinks: nothing is reported in them and no
+        # taint leaves a lambda, so they are left out of the view and of the module code
+        quiet = [lam for lam in lambdas if pf.sink is not None
+                 and not pf.admits_at_sink(lam.body, _imported(lam.body, layout.imports))]
+        mine = _without_bodies(lines, quiet) if quiet else lines
+        context, module = layout.texts(mine) if quiet else whole
         everywhere = pf.admits(module)
         if everywhere and pf.sink is None:
             continue
         # the module code's words alone, code only: then a function needs only a sink
         module_code = everywhere and pf.admits_words([code_words(module)], (module,))
         keep = {id(f) for f in functions
-                if _can_hold_finding(pf, own[id(f)], module, imports, everywhere=everywhere,
-                                     module_code=module_code)}
+                if _can_hold_finding(pf, own[id(f)], module, layout.imports,
+                                     everywhere=everywhere, module_code=module_code)}
         if not keep and not pf.admits(context):
             out[i] = View(None, len(functions), 0)
             continue
-        if len(keep) == len(functions):
+        if len(keep) == len(functions) and not quiet:
             continue
-        view = _view(text, tree, keep)
-        if view is not None:
-            out[i] = view
+        out[i] = _view("\n".join(mine), tree, keep, sum(lam.lines for lam in quiet))
     return out
 
 
@@ -134,29 +147,112 @@ def _prefix(literal: str) -> str:
     return literal[:len(literal) - len(literal.lstrip("rRbBuUfF"))].lower()
 
 
-def _context(lines: Sequence[str], functions: Sequence[slicing.Function],
-             tree: ast.Module) -> tuple[str, str, list[tuple[frozenset[str], str]]]:
-    """The file without its outermost functions (decorators and headers too), every import
-    statement kept (the *context*: the code outside every function, where a finding needs no
-    function); the context without the class bodies (the *module* code: what a finding in a
-    function can depend on besides the function); and each import statement of the file with
-    the names it binds."""
-    out = list(lines)
-    inside: list[ast.Import | ast.ImportFrom] = []
-    for f in functions:
-        first, last = slicing.span(f)
-        out[first - 1:last] = [""] * (last - first + 1)
-        inside += slicing.import_statements(f, lines)
-    body = [ast.unparse(n) for n in inside]
-    module = list(out)
-    for c in slicing.outer_classes(tree.body):
-        lines_of = slicing.class_body(c, lines)
-        if lines_of is not None:  # a body on its header's line is kept
-            first, last = lines_of
+@dataclass(frozen=True)
+class _Layout:
+    """Where a file's outermost functions and class bodies are, and its import statements: what
+    the *context* and the *module code* are made of, whatever is left out of the lines."""
+
+    functions: tuple[tuple[int, int], ...]  # first and last line of each outermost function
+    class_bodies: tuple[tuple[int, int], ...]
+    inside: tuple[str, ...]  # the import statements in functions, one line of code each
+    imports: tuple[tuple[frozenset[str], str], ...]  # every import statement, the names it binds
+
+    @staticmethod
+    def of(tree: ast.Module, lines: Sequence[str],
+           functions: Sequence[slicing.Function]) -> _Layout:
+        inside = [n for f in functions for n in slicing.import_statements(f, lines)]
+        inside_code = [ast.unparse(n) for n in inside]
+        bodies = [slicing.class_body(c, lines) for c in slicing.outer_classes(tree.body)]
+        imports = [(_binds(n), ast.unparse(n)) for n in slicing.outside_imports(tree)]
+        imports += zip(map(_binds, inside), inside_code, strict=True)
+        return _Layout(tuple(slicing.span(f) for f in functions),
+                       # a class body on its header's line is kept
+                       tuple(b for b in bodies if b is not None),
+                       tuple(inside_code), tuple(imports))
+
+    def texts(self, lines: Sequence[str]) -> tuple[str, str]:
+        """The file (as ``lines``) without its outermost functions (decorators and headers too),
+        every import statement kept (the *context*: the code outside every function, where a
+        finding needs no function); and the context without the class bodies (the *module*
+        code: what a finding in a function can depend on besides the function)."""
+        out = list(lines)
+        for first, last in self.functions:
+            out[first - 1:last] = [""] * (last - first + 1)
+        module = list(out)
+        for first, last in self.class_bodies:
             module[first - 1:last] = [""] * (last - first + 1)
-    imports = [(_binds(n), ast.unparse(n)) for n in slicing.outside_imports(tree)]
-    imports += zip(map(_binds, inside), body, strict=True)
-    return "\n".join([*out, *body]), "\n".join([*module, *body]), imports
+        return "\n".join([*out, *self.inside]), "\n".join([*module, *self.inside])
+
+
+@dataclass(frozen=True)
+class _Lambda:
+    """A lambda outside every function: where its body is, and the body's text."""
+
+    start: tuple[int, int]  # line (1-based) and column (characters) where the body begins
+    end: tuple[int, int]  # line and column just after the body
+    body: str
+
+    @property
+    def lines(self) -> int:
+        return self.end[0] - self.start[0] + 1
+
+
+def _outside_lambdas(tree: ast.Module, lines: Sequence[str]) -> list[_Lambda]:
+    """The outermost lambdas of the module code and the class bodies whose body could be left
+    out (one that spans lines, or has room for ``...`` on its line)."""
+    out: list[_Lambda] = []
+    for s in slicing.statements(tree.body, not_into=lambda s: isinstance(s, slicing.FUNCTIONS)):
+        if isinstance(s, slicing.FUNCTIONS):
+            continue  # its decorators and defaults are the function's
+        for lam in _lambdas_in(s):
+            b = lam.body
+            if b.end_lineno is None or b.end_col_offset is None:
+                continue
+            first, last = lines[b.lineno - 1], lines[b.end_lineno - 1]
+            start = (b.lineno, _column(first, b.col_offset))
+            end = (b.end_lineno, _column(last, b.end_col_offset))
+            if start[0] == end[0] and end[1] - start[1] < 3:
+                continue  # ``lambda: x``: no room for ``...``, and nothing to gain
+            if start[0] == end[0]:
+                body = first[start[1]:end[1]]
+            else:
+                body = "\n".join([first[start[1]:], *lines[start[0]:end[0] - 1], last[:end[1]]])
+            out.append(_Lambda(start, end, body))
+    return out
+
+
+def _lambdas_in(node: ast.AST) -> Iterator[ast.Lambda]:
+    """The outermost lambdas in ``node``'s expressions (not in the statements it holds)."""
+    for child in ast.iter_child_nodes(node):
+        if isinstance(child, ast.Lambda):
+            yield child
+        elif not isinstance(child, ast.stmt):
+            yield from _lambdas_in(child)
+
+
+def _column(line: str, col_offset: int) -> int:
+    """The character column of a node's UTF-8 byte offset on its line."""
+    return col_offset if line.isascii() else len(line.encode("utf-8")[:col_offset].decode(
+        "utf-8", "replace"))
+
+
+def _without_bodies(lines: Sequence[str], lambdas: Sequence[_Lambda]) -> list[str]:
+    """``lines`` with each lambda's body made ``...``, every other line and column in place:
+    ``(...`` on its first line and ``)`` where it ended when it spans lines (the lines between
+    blank), else ``...`` and blanks."""
+    out = list(lines)
+    for lam in lambdas:
+        (a, ca), (b, cb) = lam.start, lam.end
+        if a == b:
+            line = out[a - 1]
+            out[a - 1] = line[:ca] + "..." + " " * (cb - ca - 3) + line[cb:]
+            continue
+        cr = "\r" if out[a - 1].endswith("\r") else ""
+        out[a - 1] = out[a - 1][:ca] + "(..." + cr
+        for n in range(a + 1, b):
+            out[n - 1] = "\r" if out[n - 1].endswith("\r") else ""
+        out[b - 1] = " " * (cb - 1) + ")" + out[b - 1][cb:]
+    return out
 
 
 def _binds(n: ast.Import | ast.ImportFrom) -> frozenset[str]:
@@ -174,9 +270,11 @@ def _imported(own: str, imports: Sequence[tuple[frozenset[str], str]]) -> str:
     return "\n".join(code for names, code in imports if not names.isdisjoint(used))
 
 
-def _view(text: str, tree: ast.Module, keep: set[int]) -> View | None:
+def _view(text: str, tree: ast.Module, keep: set[int], lambda_lines: int) -> View:
     # not parsed again: leaving bodies out of a file that parses gives one that parses (every
     # body of each of the 2,687 files of vLLM 0.32.0 left out at once: all parse); a view that
     # did not would be a parse error in semgrep, the file then reported not checked
     s = slicing.elide_functions(text, tree, lambda f: id(f) in keep, verify=False)
-    return None if s is None else View(s.text, s.functions, s.lines)
+    if s is None:  # no function left out: lambda bodies were
+        return View(text, 0, lambda_lines)
+    return View(s.text, s.functions, s.lines + lambda_lines)

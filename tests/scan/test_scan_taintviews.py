@@ -111,6 +111,19 @@ Z = D.B
 def reads_class_names_through_module_code():
     sink(W)  # not followed from a class body through module-level code
     sink(Z)
+
+
+L = []
+(lambda: L.append(source()))()
+(lambda: (Y := source()))()
+E = (lambda: source())()
+T = {"a": lambda: source(), "b": lambda n=K: n}
+sink(L)  # nothing leaves a lambda body: not a side effect,
+sink(Y)  # not a name bound in it,
+sink(E)  # not what it returns when called,
+sink(T)  # not the lambda itself,
+sink(lambda: source())  # not a sink's argument
+R = {"c": lambda: sink(K)}  # reported: module-level taint reaches a sink in a lambda
 '''
 
 FLOW_RULE = {"rules": [{
@@ -238,6 +251,51 @@ def test_class_bodies_do_not_reach_methods_but_can_hold_a_finding() -> None:
     assert "logger.info('%d', n)" not in view.text
 
 
+SETTINGS = """\
+import logging
+import os
+
+logger = logging.getLogger(__name__)
+env = {
+    "PROMPT": lambda: os.getenv("PROMPT", ""),
+    "LIMIT": lambda: int(
+        os.getenv("LIMIT", "0")  # prompt
+    ), "SHOWN": lambda: logger.info(os.getenv("PROMPT")),
+    "\u00e9t\u00e9": lambda: "\u00e9" + prompt_of("\u00fc"), "X": lambda: x,
+}
+hook = lambda request: logger.info(request.prompt)
+
+
+def leak(request):
+    print(request.prompt)
+"""
+
+
+def test_lambda_bodies_that_call_no_sink_are_left_out_lines_and_columns_in_place() -> None:
+    view = logged_view(SETTINGS)
+    assert view is not None and view.text is not None
+    lines, old = view.text.split("\n"), SETTINGS.split("\n")
+    assert len(lines) == len(old)
+    def left_out(line: str, body: str) -> str:
+        return line.replace(body, "...".ljust(len(body)))
+
+    assert lines[5] == left_out(old[5], 'os.getenv("PROMPT", "")')
+    assert lines[6:9] == ['    "LIMIT": lambda: (...', "", "    ), " + old[8][7:]]
+    assert 'lambda: logger.info(os.getenv("PROMPT"))' in lines[8]  # a sink: kept
+    assert lines[9] == left_out(old[9], '"\u00e9" + prompt_of("\u00fc")')
+    assert lines[9].index('"X"') == old[9].index('"X"')
+    assert "lambda: x," in lines[9]  # no room for ``...``: kept
+    assert lines[11] == old[11] and "print(request.prompt)" in view.text
+    compile(view.text, "view", "exec")
+    crlf = logged_view(SETTINGS.replace("\n", "\r\n"))
+    assert crlf is not None and crlf.text == view.text.replace("\n", "\r\n")
+    # source words only in left-out bodies admit nothing: the rule is not given the file
+    text = SETTINGS.replace("print(request.prompt)", "print(request)").replace(
+        "hook = lambda request: logger.info(request.prompt)", "")
+    view = logged_view(text)
+    assert view is not None and view.text is None
+
+
 def test_code_words_leave_out_strings_and_comments_but_not_f_string_fields() -> None:
     text = ('    def f(self, n):\n        # the prompt\n        """A prompt."""\n'
             "        a = 'prompts'\n        b = rb'token_ids'\n        c = f'{messages}'\n"
@@ -330,6 +388,21 @@ HOSTILE = {
         "def nested(request):\n    logger.info(f\"{'x' + request.prompt}\")\n\n\n"
         'def documented(n):\n    """Logs the prompt count."""\n'
         "    logger.info('prompt count %d', n)  # not the prompt\n"),
+    # a module of settings read through lambdas (vLLM's envs.py): most bodies call no sink and
+    # are left out of the views; those that do, across lines, beside another on a line, after
+    # non-ASCII text or in a class body, stay
+    "vllm/utils/settings.py": (
+        "import logging\nimport os\nfrom logging import warning as warn\n\n"
+        "logger = logging.getLogger(__name__)\nTOKEN = os.environ['HF_TOKEN']\n\n"
+        "env = {\n    'A': lambda: os.getenv('HF_TOKEN', ''),\n"
+        "    'B': lambda: int(\n        os.getenv('B', '0')\n    ),\n"
+        "    'C': lambda: logger.info('token %s', TOKEN),\n"
+        "    'D': lambda: print(\n        os.environ['API_KEY']), 'E': lambda: os.getenv('X'),\n"
+        "    '\u00e9': lambda: '\u00fc' + os.getenv('SECRET_KEY', '\u00e9'), 'F': lambda: warn(TOKEN),\n"
+        "    'G': lambda: (lambda: os.environ['AUTH_TOKEN'])(),\n}\n\n\n"
+        "class Hooks:\n    hook = lambda self, request: logger.info(request.prompt)\n"
+        "    quiet = lambda self, request: request.prompt.strip()\n\n\n"
+        "def show():\n    print(TOKEN)\n\n\ndef other(x):\n    return x\n"),
     # module-level taint read in a function
     "vllm/utils/module.py": (
         "import sys\nprompt = sys.argv[1]\n\n\ndef dump(f):\n"
@@ -361,6 +434,9 @@ def test_views_give_the_findings_whole_files_give(tmp_path: Path, cli: str) -> N
     strings = sorted(line for r, line, *_ in on["findings"]["b:vllm/utils/strings.py"]
                      if r == LOGGED)
     assert strings == [7, 11]
+    settings = sorted((r.rsplit(".", 1)[1], line)
+                      for r, line, *_ in on["findings"]["b:vllm/utils/settings.py"])
+    assert ("secret-exfiltration", 13) in settings and ("request-content-logged", 22) in settings
 
 
 def test_every_taint_rule_with_a_prefilter_gets_views() -> None:
