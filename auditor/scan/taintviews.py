@@ -101,7 +101,8 @@ def taint_views(text: str, prefilters: Sequence[Prefilter]) -> list[View | None]
         keep = {id(f) for f in functions
                 if _can_hold_finding(pf, own[id(f)], module, layout.imports,
                                      everywhere=everywhere, module_code=module_code)}
-        if not keep and not pf.admits(context):
+        if not keep and not _can_hold_finding(pf, context, "", layout.imports,
+                                              everywhere=False, module_code=False):
             out[i] = View(None, len(functions), 0)
             continue
         if len(keep) == len(functions) and not quiet:

@@ -322,6 +322,18 @@ def test_a_rule_that_can_match_no_function_is_not_given_the_file() -> None:
     assert view is not None and view.text is None
 
 
+def test_a_context_that_calls_no_sink_gives_the_rule_nothing_to_read() -> None:
+    # a request model: a source word in the class body, a sink word named but not called
+    text = ("import logging\n\n\nclass Request(BaseModel):\n    prompt: str = ''\n"
+            "    log: bool = False\n\n    def forward(self, input_ids):\n"
+            "        return input_ids\n")
+    view = logged_view(text)
+    assert view is not None and view.text is None
+    # the sink called in the class body: the rule reads it
+    view = logged_view(text.replace("    log: bool = False\n", "    log(prompt)\n"))
+    assert view is not None and view.text is not None and "log(prompt)" in view.text
+
+
 def test_files_that_are_not_sliced_are_read_whole() -> None:
     assert logged_view("def f(prompt):\n    print(prompt\n") is None  # does not parse
     assert logged_view("print(prompt)\n") is None  # no function
