@@ -23,6 +23,7 @@ line), when its text (decorators and header included) shows none of what a test 
 ``load`` counts only in a file that imports ``torch`` or ``yaml`` (B614 and B506 ask bandit's
 ``is_module_imported_exact``).
 
+A file with none of these anywhere (:func:`nothing_to_match`) is not given to bandit at all.
 The file is given whole when it does not parse or has a bidirectional control character (B613
 reads the raw lines; :func:`~auditor.scan.slicing.parse_sliceable`), when a coding declaration
 would make bandit (which parses bytes) read other text than UTF-8, and when no body would be
@@ -163,21 +164,34 @@ def bandit_view(text: str) -> str | None:
     return None if s is None else s.text
 
 
-def rewrite(root: Path, rels: Iterable[str]) -> int:
-    """Replace each file ``root/rel`` (UTF-8) by its view, each at once (a rename); returns how
-    many were replaced. A file left whole is read whole: the results are the same either way."""
-    done = 0
+def nothing_to_match(text: str) -> bool:
+    """Whether no test can report anything in ``text``, so bandit need not read it: none of
+    what any test needs is anywhere in it (every word, ``load`` whatever the file imports; every
+    name a test needs has one of them written, in the call or in the import that binds it), it
+    has no bidirectional control character (B613) or odd line break, and it compiles (one that
+    does not is bandit's syntax error, and is given to bandit to say so)."""
+    return (not _may_match(text, _WORDS) and not slicing.odd_characters(text)
+            and slicing.compiles(text))
+
+
+def rewrite(root: Path, rels: Iterable[str]) -> list[str]:
+    """Replace each file ``root/rel`` (UTF-8) by its view, each at once (a rename); returns the
+    files no test can match in (:func:`nothing_to_match`), left as they are. A file left whole
+    is read whole: the results are the same either way."""
+    nothing: list[str] = []
     for rel in rels:
         path = root / rel
         raw = path.read_bytes()
         if not _reads_as_utf8(raw):
             continue  # bandit would read other text than the view was made from
-        view = bandit_view(raw.decode("utf-8"))
-        if view is None:
+        text = raw.decode("utf-8")
+        if nothing_to_match(text):
+            nothing.append(rel)
             continue
-        atomic_write_bytes(path, view.encode("utf-8"))
-        done += 1
-    return done
+        view = bandit_view(text)
+        if view is not None:
+            atomic_write_bytes(path, view.encode("utf-8"))
+    return nothing
 
 
 def _reads_as_utf8(raw: bytes) -> bool:
@@ -192,12 +206,14 @@ def _reads_as_utf8(raw: bytes) -> bool:
 
 def main(argv: list[str]) -> int:
     """``python -P -m auditor.scan.banditviews ROOT`` with the staged paths on standard input,
-    NUL-separated: the bandit scanner runs this beside its own thread, so that the views' parsing
+    NUL-separated; writes the paths no test can match in (:func:`nothing_to_match`), each ended
+    by a NUL, to standard output. The bandit scanner runs this beside its own thread, so that the views' parsing
     does not hold the scan's interpreter lock while semgrep's staging needs it."""
     if len(argv) != 1:
         print("usage: python -m auditor.scan.banditviews ROOT < paths", file=sys.stderr)
         return 2
-    print(rewrite(Path(argv[0]), [rel for rel in sys.stdin.read().split("\0") if rel]))
+    nothing = rewrite(Path(argv[0]), [rel for rel in sys.stdin.read().split("\0") if rel])
+    sys.stdout.write("".join(f"{rel}\0" for rel in nothing))
     return 0
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from auditor.scan.bandit import BanditScanner
-from auditor.scan.banditviews import bandit_view
+from auditor.scan.banditviews import bandit_view, nothing_to_match
 from auditor.scan.interface import Origin, RawFinding, ScannerRun, ScanTarget
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -110,6 +110,11 @@ BROKEN = PAD + "\n\ndef g(:\n    pass\n"
 LATIN = "# -*- coding: latin-1 -*-\n" + PAD
 
 
+# none of what any test needs, anywhere: bandit is not given these
+QUIET = "import json\n\n\ndef f(x):\n    return json.dumps(x)  # loads nothing\n" + PAD
+QUIET_BROKEN = "def g(:\n    return 1\n"  # but bandit says it cannot parse it
+
+
 def target(path: str, text: str) -> ScanTarget:
     return ScanTarget(key=f"b:{path}", path=path, origin=Origin.BUNDLE,
                       sha256=hashlib.sha256(text.encode()).hexdigest(), family="python", text=text)
@@ -131,12 +136,14 @@ def test_hostile_shapes_same_findings_with_views(tmp_path: Path) -> None:
     targets = [target("hostile.py", HOSTILE), target("nfkc.py", NFKC), target("bidi.py", BIDI),
                target("broken.py", BROKEN), target("no_torch.py", NO_TORCH),
                target("pickle_load.py", PICKLE_LOAD), target("latin.py", LATIN),
-               target("torch_too.py", "import torch\n" + NO_TORCH)]
+               target("torch_too.py", "import torch\n" + NO_TORCH),
+               target("quiet.py", QUIET), target("quiet_broken.py", QUIET_BROKEN)]
     viewed, whole = both_ways(targets, tmp_path)
     assert found(viewed) == found(whole)
     assert {k: v.reason for k, v in viewed.errors.items()} == \
         {k: v.reason for k, v in whole.errors.items()}
-    assert set(whole.errors) == {"b:broken.py"}
+    assert set(whole.errors) == {"b:broken.py", "b:quiet_broken.py"}
+    assert found(viewed)["b:quiet.py"] == []
     # bandit read the views (written by a process of their own) and the whole files
     staged = tmp_path / "views" / "bandit" / "t" / "b"
     assert "y * 2" not in (staged / "hostile.py").read_text()
@@ -175,6 +182,24 @@ def test_views_leave_out_what_cannot_match() -> None:
     assert bandit_view(BIDI) is None  # B613 reads the raw file
     assert bandit_view(BROKEN) is None  # bandit's own syntax error, as before
     assert bandit_view("X = 1\n") is None  # no function: nothing to leave out
+
+
+def test_files_no_test_can_match_in_are_not_given_to_bandit(tmp_path: Path) -> None:
+    assert nothing_to_match(QUIET) and nothing_to_match(PAD)
+    assert not nothing_to_match(QUIET_BROKEN)  # bandit reports it cannot parse it
+    for text in (HOSTILE, NFKC, BIDI, PICKLE_LOAD, NO_TORCH, "X = '/t' 'mp'\n",
+                 "print('\\x2ftmp')\n", "os.chmod(p, 0o777)\n", "t.extractall()\n",
+                 "from x import load\n", "s.listen()\n"):
+        assert not nothing_to_match(text), text
+    # the views' own process says which, and only of the files it was given
+    files = {"a/quiet.py": QUIET, "a/hostile.py": HOSTILE, "b/pad.py": PAD,
+             "b/latin.py": LATIN, "b/broken.py": QUIET_BROKEN}
+    for rel, text in files.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text, encoding="utf-8")
+    quiet = BanditScanner()._rewrite_as_views(tmp_path, sorted(files))
+    assert quiet == {"a/quiet.py", "b/pad.py"}  # latin.py: bandit reads another text
+    assert (tmp_path / "b/pad.py").read_text(encoding="utf-8") == PAD  # left as it is
 
 
 @pytest.mark.parametrize("where", ["auditor", "policies", "tests/scan"])
