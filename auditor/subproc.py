@@ -34,21 +34,21 @@ def which(program: str) -> str | None:
 def run(args: Sequence[str | os.PathLike[str]], *, cwd: str | os.PathLike[str] | None = ...,
         env: Mapping[str, str] | None = ..., extra_env: Mapping[str, str] | None = ...,
         input: str | bytes | None = ..., timeout: float | None = ..., check: bool = ...,
-        text: Literal[True] = ...) -> Completed[str]: ...
+        text: Literal[True] = ..., niceness: int = ...) -> Completed[str]: ...
 
 
 @overload
 def run(args: Sequence[str | os.PathLike[str]], *, cwd: str | os.PathLike[str] | None = ...,
         env: Mapping[str, str] | None = ..., extra_env: Mapping[str, str] | None = ...,
         input: str | bytes | None = ..., timeout: float | None = ..., check: bool = ...,
-        text: Literal[False]) -> Completed[bytes]: ...
+        text: Literal[False], niceness: int = ...) -> Completed[bytes]: ...
 
 
 @overload
 def run(args: Sequence[str | os.PathLike[str]], *, cwd: str | os.PathLike[str] | None = ...,
         env: Mapping[str, str] | None = ..., extra_env: Mapping[str, str] | None = ...,
         input: str | bytes | None = ..., timeout: float | None = ..., check: bool = ...,
-        text: bool) -> Completed[str] | Completed[bytes]: ...
+        text: bool, niceness: int = ...) -> Completed[str] | Completed[bytes]: ...
 
 
 def run(
@@ -61,17 +61,23 @@ def run(
     timeout: float | None = None,
     check: bool = True,
     text: bool = True,
+    niceness: int = 0,
 ) -> Completed[str] | Completed[bytes]:
-    """Run a program; ``env`` replaces the environment, ``extra_env`` adds to it."""
+    """Run a program; ``env`` replaces the environment, ``extra_env`` adds to it. ``niceness``
+    above 0 runs it at that lower priority (through ``nice``, where the machine has it): work that
+    runs beside the run's critical path gives way to it."""
     argv = [os.fspath(a) for a in args]
     if which(argv[0]) is None and not os.path.isfile(argv[0]):
         raise ToolMissing(f"{argv[0]} is not installed on this machine", cmd=argv)
     full_env = dict(os.environ if env is None else env)
     if extra_env:
         full_env.update(extra_env)
+    launch = argv
+    if niceness > 0 and which("nice") is not None:
+        launch = ["nice", "-n", str(niceness), *argv]
     try:
         proc = subprocess.run(
-            argv, cwd=cwd, env=full_env, input=input, capture_output=True,
+            launch, cwd=cwd, env=full_env, input=input, capture_output=True,
             timeout=timeout, text=text, check=False,
         )
     except subprocess.TimeoutExpired as exc:

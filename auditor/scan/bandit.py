@@ -69,6 +69,9 @@ TESTS: dict[str, tuple[Category, str]] = {
 }
 _SEVERITY = {"HIGH": Severity.HIGH, "MEDIUM": Severity.MEDIUM, "LOW": Severity.LOW}
 _LASTING = ("syntax error", "exception while scanning")
+# bandit and its views run beside semgrep, which takes longer: at a lower priority they give way
+# to semgrep and to the scan's own Python (the staging semgrep waits for), and take what is left
+_NICENESS = 10
 
 
 class BanditScanner(ExternalTool, Scanner):
@@ -98,7 +101,8 @@ class BanditScanner(ExternalTool, Scanner):
         it did not reach are read whole, with the same results, and every file is read."""
         try:
             res = gitio.run([sys.executable, "-P", "-m", "auditor.scan.banditviews", str(root)],
-                            input="\0".join(rels), timeout=self.timeout, check=False)
+                            input="\0".join(rels), timeout=self.timeout, check=False,
+                            niceness=_NICENESS)
         except ToolError:
             return frozenset()
         out = res.stdout if isinstance(res.stdout, str) else ""
@@ -114,7 +118,7 @@ class BanditScanner(ExternalTool, Scanner):
                 *rels]
         try:
             res = gitio.run(argv, cwd=root / "t", env=sealed_env(root / "home"),
-                            timeout=self.timeout, check=False)
+                            timeout=self.timeout, check=False, niceness=_NICENESS)
         except ToolError as exc:
             return f"bandit: {exc.message}"
         try:
