@@ -397,7 +397,7 @@ def _run_scanners(scanners: Sequence[Scanner], targets: Sequence[ScanTarget],
             pending[s.name] = (s, misses, keys)
 
     def work(name: str) -> ScannerRun:
-        s, misses, _keys = pending[name]
+        s, misses, keys = pending[name]
         progress(f"scan: {name} over {len(misses)} file(s)")
         started = time.monotonic()
         try:
@@ -410,6 +410,11 @@ def _run_scanners(scanners: Sequence[Scanner], targets: Sequence[ScanTarget],
         if missing:  # a scanner that forgot a file has not checked it
             extra = all_failed(missing, f"{name} returned no result for it")
             run = ScannerRun(findings=run.findings, errors={**run.errors, **extra.errors})
+        if cache is not None:  # written now, while the other scanners may still run
+            for t in misses:
+                if t.sha256:
+                    cache.put(keys[t.key], CacheEntry(findings=run.findings.get(t.key, ()),
+                                                       error=run.errors.get(t.key)))
         return run
 
     names = sorted(pending, key=lambda n: [s.name for s in scanners].index(n))
@@ -421,13 +426,7 @@ def _run_scanners(scanners: Sequence[Scanner], targets: Sequence[ScanTarget],
     with ThreadPoolExecutor(max_workers=max(1, len(names))) as pool:
         fresh = dict(zip(names, pool.map(work, names), strict=True))
     for name, run in fresh.items():
-        s, misses, keys = pending[name]
-        tally.scanned[name] = len(misses)
-        for t in misses:
-            err = run.errors.get(t.key)
-            entry = CacheEntry(findings=run.findings.get(t.key, ()), error=err)
-            if cache is not None and t.sha256:
-                cache.put(keys[t.key], entry)
+        tally.scanned[name] = len(pending[name][1])
         merged = ScannerRun(findings={**done[name].findings, **run.findings},
                             errors={**done[name].errors, **run.errors})
         done[name] = merged
