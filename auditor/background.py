@@ -5,7 +5,8 @@ is busy in Python only delays that work (measured on a cold audit of real vLLM c
 jsonschema at start-up held the lock ~1.6 s of verify and slicing, and semgrep started ~3 s later).
 A stage registers such work with :func:`when_waiting`; whoever is about to wait a long time on a
 program (the semgrep scanner) calls :func:`waiting`, which starts it. Work that is never started
-this way is done by its owner when it needs the result (the import lock makes that safe).
+this way is done by its owner when it needs the result (the import lock makes that safe);
+:meth:`Work.settle` waits for work that started, and makes sure work that did not never does.
 """
 
 from __future__ import annotations
@@ -13,14 +14,49 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
-_pending: list[Callable[[], None]] = []
+
+class Work:
+    """Registered work: started by :func:`waiting` in a daemon thread, at most once."""
+
+    def __init__(self, fn: Callable[[], None]) -> None:
+        self._fn = fn
+        self._lock = threading.Lock()
+        self._state = "pending"  # then "running" or "dropped"
+        self._done = threading.Event()
+
+    def start(self) -> None:
+        with self._lock:
+            if self._state != "pending":
+                return
+            self._state = "running"
+        threading.Thread(target=self._run, name="auditor-while-waiting", daemon=True).start()
+
+    def _run(self) -> None:
+        try:
+            self._fn()
+        finally:
+            self._done.set()
+
+    def settle(self) -> None:
+        """Wait for the work if it started; if it has not, it never will (its owner does what
+        it needs itself)."""
+        with self._lock:
+            if self._state == "pending":
+                self._state = "dropped"
+                return
+        self._done.wait()
+
+
+_pending: list[Work] = []
 _lock = threading.Lock()
 
 
-def when_waiting(work: Callable[[], None]) -> None:
+def when_waiting(work: Callable[[], None]) -> Work:
     """Start ``work`` (which must not raise) the next time the process waits on a program."""
+    handle = Work(work)
     with _lock:
-        _pending.append(work)
+        _pending.append(handle)
+    return handle
 
 
 def waiting() -> None:
@@ -28,5 +64,5 @@ def waiting() -> None:
     thread of its own."""
     with _lock:
         work, _pending[:] = list(_pending), []
-    for fn in work:
-        threading.Thread(target=fn, name="auditor-while-waiting", daemon=True).start()
+    for handle in work:
+        handle.start()

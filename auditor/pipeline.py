@@ -103,8 +103,10 @@ def run_pipeline(spec: Spec, options: Options, wanted: Iterable[str], ctx_out: P
         checker = load_stage(name)
         if checker.requested(spec):
             checker.check_inputs(spec)
-    for name in closure(wanted):
-        stage = load_stage(name)
+    stages = [load_stage(name) for name in closure(wanted)]
+    prepared: set[str] = set()
+    for stage in stages:
+        name = stage.name
         if not stage.requested(spec):
             ctx.results[name] = StageResult.not_requested(name)
             continue
@@ -112,12 +114,28 @@ def run_pipeline(spec: Spec, options: Options, wanted: Iterable[str], ctx_out: P
         result = run_stage(stage, ctx)
         ctx.results[name] = result
         ctx.console.print(f"[bold]{name}[/bold] {_status_word(result)}")
-    stages = {name: ctx.results.get(name, StageResult.not_requested(name)) for name in STAGES}
-    considered = [stages[n] for n in STAGES if n in ctx.results]
+        _prepare_ready(stages, ctx, prepared)
+    results = {name: ctx.results.get(name, StageResult.not_requested(name)) for name in STAGES}
+    considered = [results[n] for n in STAGES if n in ctx.results]
     verdict, reasons = compute_verdict(considered)
-    audit = AuditResult(verdict=verdict, reasons=reasons, stages=stages,
+    audit = AuditResult(verdict=verdict, reasons=reasons, stages=results,
                         tool=tool_info(), inputs=inputs_info(spec))
     return audit, ctx
+
+
+def _prepare_ready(stages: Iterable[Stage], ctx: Context, prepared: set[str]) -> None:
+    """:meth:`Stage.prepare` of each stage yet to run whose needs have all run (once each)."""
+    for stage in stages:
+        if (stage.name in prepared or stage.name in ctx.results
+                or not all(d in ctx.results for d in stage.needs)
+                or not stage.requested(ctx.spec)):
+            continue
+        prepared.add(stage.name)
+        try:
+            stage.prepare(ctx)
+        except Exception:  # noqa: BLE001 - only a head start is lost; run() does the work
+            if ctx.options.verbose:
+                traceback.print_exc()
 
 
 def _status_word(result: StageResult) -> str:

@@ -109,6 +109,12 @@ class Stage(ABC):
         """Raise an AuditError (exit 2) for an unusable input before any stage runs."""
         return None
 
+    def prepare(self, ctx: Context) -> None:
+        """Called once the stages it needs have run, before the next stage runs: it may register
+        work that reads what :meth:`run` will need while others' programs run
+        (:func:`auditor.background.when_waiting`). Must not raise; ``run`` works without it."""
+        return None
+
     @abstractmethod
     def run(self, ctx: Context) -> StageResult:
         """Run the stage. Raise ToolError when a tool is missing/crashed (stage -> incomplete)."""

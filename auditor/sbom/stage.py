@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from auditor import __version__
-from auditor.background import when_waiting
+from auditor.background import Work, when_waiting
 from auditor.errors import InputError, ToolError
 from auditor.fsutil import atomic_write_text, sha256_file
 from auditor.gitio import Git
@@ -25,7 +25,7 @@ from auditor.provenance.gitstate import git_settings
 from auditor.provenance.treehash import manifest_digest
 from auditor.results.audit_file import warm_jsonschema
 from auditor.results.sbom import ProvenanceDocument, SbomData, SbomDocument
-from auditor.sbom.diffs import DiffCache, commit_diff
+from auditor.sbom.diffs import CommitDiff, DiffCache, commit_diff
 from auditor.sbom.formats import memo_file, remembered
 from auditor.sbom.inputs import BuildInfo, DepsInfo, read_build, read_deps
 from auditor.spec import Spec
@@ -40,6 +40,22 @@ class SbomStage(Stage):
     name = "sbom"
     needs = ("verify",)
     wants = ("deps", "build")
+
+    def __init__(self) -> None:
+        self._early: Work | None = None  # the series diffs read while the scan waits
+        self._diffs: dict[str, CommitDiff] | None = None
+
+    def prepare(self, ctx: Context) -> None:
+        # the series diffs (one `git show` each) are read while the scan waits on semgrep
+        ws = ctx.workspace
+        if ws is not None:
+            self._early = when_waiting(lambda: self._read_early(ctx, ws))
+
+    def _read_early(self, ctx: Context, ws: Workspace) -> None:
+        try:
+            self._diffs = _read_diffs(ctx, ws)
+        except Exception:  # noqa: BLE001 - run() reads them again and reports what fails
+            self._diffs = None
 
     def check_inputs(self, spec: Spec) -> None:
         # called before any stage runs, and only when this stage will run: the slow import of
@@ -81,15 +97,12 @@ class SbomStage(Stage):
                                SbomData(sbom=None, provenance=None, built=build.built),
                                reasons=tuple(reasons), not_checked=tuple(not_checked))
 
-        git = Git(ws.patches_repo)
-        cache = _diff_cache(ctx, git)
-        with ctx.status(f"sbom: reading {len(ws.commits)} series diffs"):
-            # one `git show` per commit not cached; git runs in its own processes, so a small pool
-            # overlaps them
-            show = cache.diff if cache is not None else commit_diff
-            with ThreadPoolExecutor(max_workers=max(1, ctx.options.jobs)) as pool:
-                shown = pool.map(lambda sha: show(git, sha), [c.sha for c in ws.commits])
-                diffs = {d.sha: d for d in shown}
+        if self._early is not None:
+            self._early.settle()
+        diffs = self._diffs
+        if diffs is None:
+            with ctx.status(f"sbom: reading {len(ws.commits)} series diffs"):
+                diffs = _read_diffs(ctx, ws)
         manifest = manifest_digest(ws.manifest)  # the same digest verify reports
         reproducible = ctx.options.reproducible
         upstream_loc = _locator(spec, "upstream", spec.upstream.repo)
@@ -287,6 +300,16 @@ def export_sbom(result: StageResult, ctx: Context, output: Path | None) -> Path 
     if prov.is_file():
         ctx.progress(f"provenance statement written to {prov_target}")
     return target
+
+
+def _read_diffs(ctx: Context, ws: Workspace) -> dict[str, CommitDiff]:
+    """Each series commit's diff, by commit: one `git show` per commit not cached; git runs in
+    its own processes, so a small pool overlaps them."""
+    git = Git(ws.patches_repo)
+    cache = _diff_cache(ctx, git)
+    show = cache.diff if cache is not None else commit_diff
+    with ThreadPoolExecutor(max_workers=max(1, ctx.options.jobs)) as pool:
+        return {d.sha: d for d in pool.map(lambda sha: show(git, sha), [c.sha for c in ws.commits])}
 
 
 def _diff_cache(ctx: Context, git: Git) -> DiffCache | None:

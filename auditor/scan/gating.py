@@ -17,6 +17,7 @@ are the file's.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -25,10 +26,11 @@ from typing import Any
 
 from auditor.scan.files import FAMILIES, canonical_language
 from auditor.scan.interface import ScanTarget
+from auditor.scan.pool import map_in_processes
 from auditor.scan.prefilter import Prefilter, include_cover, signature
 from auditor.scan.rules import RuleMeta
 from auditor.scan.staging import stage
-from auditor.scan.taintviews import taint_views
+from auditor.scan.taintviews import View, taint_views
 
 # path patterns semgrep's own front end matches against every target (in Python): beyond this
 # many across all rules, the rules that admit the most files run ungated instead
@@ -63,13 +65,19 @@ def stage_by_gates(files: Sequence[ScanTarget], root: Path, transform: Callable[
     rules = prefiltered(meta)
     pfs = [Prefilter(m.prefilter, m.sink_group) for m in rules]
     taint = [i for i, m in enumerate(rules) if m.taint]
+    masks = [signature(t.text, pfs) if pfs else 0 for t in files]
+    theirs = [[i for i in taint if mask >> i & 1] if views and t.family == "python" else []
+              for t, mask in zip(files, masks, strict=True)]
+    # the taint views, on every core when there are many (semgrep has not started yet)
+    asked = [(t.text, tuple(pfs[i] for i in mine))
+             for t, mine in zip(files, theirs, strict=True) if mine]
+    answers = iter(map_in_processes(_views, asked, workers=os.cpu_count() or 1,
+                                    work=lambda job: len(job[0])))
     groups: dict[str, list[ScanTarget]] = {}
     view_count = 0
-    for t in files:
-        mask = signature(t.text, pfs) if pfs else 0
-        mine = [i for i in taint if mask >> i & 1] if views and t.family == "python" else []
+    for t, mask, mine in zip(files, masks, theirs, strict=True):
         by_text: dict[str, int] = {}
-        for i, view in zip(mine, taint_views(t.text, [pfs[i] for i in mine]), strict=True):
+        for i, view in zip(mine, next(answers) if mine else [], strict=True):
             if view is None:
                 continue
             mask &= ~(1 << i)
@@ -89,6 +97,11 @@ def stage_by_gates(files: Sequence[ScanTarget], root: Path, transform: Callable[
     for i, m in enumerate(rules):
         readers[m.id] = frozenset(rel for rel in out if int(rel[1:rel.index("/")]) >> i & 1)
     return Staging(out, readers, view_count)
+
+
+def _views(job: tuple[str, tuple[Prefilter, ...]]) -> list[View | None]:
+    """:func:`~auditor.scan.taintviews.taint_views` of one file (a process pool's work)."""
+    return taint_views(*job)
 
 
 def gated_rules(doc: Mapping[str, Any], meta: Mapping[str, RuleMeta],

@@ -26,13 +26,33 @@ def test_work_starts_only_when_waiting_and_once() -> None:
     assert started == ["auditor-while-waiting"]
 
 
+def test_settle_waits_for_work_that_started_and_drops_work_that_did_not() -> None:
+    release = threading.Event()
+    ran: list[str] = []
+
+    def slow() -> None:
+        release.wait(10)
+        ran.append("slow")
+
+    started = background.when_waiting(slow)
+    dropped = background.when_waiting(lambda: ran.append("dropped"))
+    dropped.settle()  # not started yet: it never will be
+    background.waiting()
+    threading.Timer(0.2, release.set).start()
+    started.settle()  # returns once the work is done
+    assert ran == ["slow"]
+    background.waiting()
+    dropped.start()
+    assert ran == ["slow"]
+
+
 def test_sbom_stage_defers_the_jsonschema_import(tmp_path, monkeypatch) -> None:
     """The sbom stage does not import jsonschema at check time (that held the interpreter lock
     during verify and slicing); it leaves it for the wait on semgrep."""
     from auditor.sbom import stage as sbom_stage
 
     registered: list[object] = []
-    monkeypatch.setattr(sbom_stage, "when_waiting", registered.append)
+    monkeypatch.setattr(sbom_stage, "when_waiting", lambda fn: registered.append(fn))
     monkeypatch.setattr(sbom_stage, "_memo_exists", lambda _spec: False)
     sbom_stage.SbomStage().check_inputs(None)  # type: ignore[arg-type]
     assert registered == [sbom_stage.warm_jsonschema]

@@ -17,7 +17,7 @@ from sbom_case import context, git, new_case
 from support import GitRepo, export_tree
 from typed_results import decl
 
-from auditor import __version__
+from auditor import __version__, background
 from auditor.errors import InputError, ToolError
 from auditor.gitio import Git
 from auditor.model import StageResult, StageStatus
@@ -170,6 +170,26 @@ def test_reproducible_gives_identical_bytes_twice(case, full, monkeypatch):
             == (full["ctx"].out_dir / "provenance.intoto.json").read_bytes())
     # the time comes from the build's SOURCE_DATE_EPOCH here (1700000180)
     assert full["doc"]["metadata"]["timestamp"].startswith("2023-11-14T22:16:20")
+
+
+def test_series_diffs_read_while_the_scan_waits_give_the_same_sbom(case, full, monkeypatch):
+    monkeypatch.delenv("SOURCE_DATE_EPOCH", raising=False)
+    # prepared once verify has run; read when the scan waits on semgrep
+    early = context(case["tmp"], case, name="early")
+    stage = SbomStage()
+    stage.prepare(early)
+    background.waiting()
+    stage.run(early)
+    assert stage._diffs is not None and len(stage._diffs) == len(early.workspace.commits)
+    assert (early.out_dir / "sbom.cdx.json").read_bytes() == full["text"].encode()
+    # prepared, but nothing waited: run reads them itself, and the work never starts after
+    late = context(case["tmp"], case, name="late")
+    stage = SbomStage()
+    stage.prepare(late)
+    stage.run(late)
+    background.waiting()
+    assert stage._diffs is None
+    assert (late.out_dir / "sbom.cdx.json").read_bytes() == full["text"].encode()
 
 
 def test_source_date_epoch_sets_the_time_and_changes_the_serial(case, full, monkeypatch):
