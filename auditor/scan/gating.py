@@ -72,7 +72,7 @@ def stage_by_gates(files: Sequence[ScanTarget], root: Path, transform: Callable[
     asked = [(t.text, tuple(pfs[i] for i in mine))
              for t, mine in zip(files, theirs, strict=True) if mine]
     answers = iter(map_in_processes(_views, asked, workers=os.cpu_count() or 1,
-                                    work=lambda job: len(job[0])))
+                                    given=lambda job: job, work=lambda job: len(job[0])))
     groups: dict[str, list[ScanTarget]] = {}
     view_count = 0
     for t, mask, mine in zip(files, masks, theirs, strict=True):

@@ -17,6 +17,7 @@ from concurrent.futures import ProcessPoolExecutor
 from typing import TypeVar
 
 T = TypeVar("T")
+A = TypeVar("A")
 R = TypeVar("R")
 
 #: below this much work (the caller's measure, bytes of text say) the processes cost more than
@@ -24,17 +25,21 @@ R = TypeVar("R")
 MIN_WORK = 4_000_000
 
 
-def map_in_processes(fn: Callable[[T], R], items: Sequence[T], *, workers: int,
+def map_in_processes(fn: Callable[[A], R], items: Sequence[T], *, workers: int,
+                     given: Callable[[T], A],
                      work: Callable[[T], int] = lambda _item: 1,
                      min_work: int | None = None) -> list[R]:
-    """``[fn(item) for item in items]``, on ``workers`` processes when the items' ``work``
-    adds up to ``min_work`` (:data:`MIN_WORK`) or more and there are two workers or more."""
+    """``[fn(given(item)) for item in items]``, on ``workers`` processes when the items' ``work``
+    adds up to ``min_work`` (:data:`MIN_WORK`) or more and there are two workers or more.
+    ``given`` runs here, in order, each item's as late as the processes can take it (it may wait
+    on other work: the processes start on the first items meanwhile)."""
     floor = MIN_WORK if min_work is None else min_work
     if workers < 2 or len(items) < 2 or sum(map(work, items)) < floor:
-        return [fn(item) for item in items]
+        return [fn(given(item)) for item in items]
     try:
         with ProcessPoolExecutor(max_workers=workers,
                                  mp_context=multiprocessing.get_context("spawn")) as pool:
-            return list(pool.map(fn, items, chunksize=max(1, len(items) // (workers * 8))))
+            return list(pool.map(fn, (given(item) for item in items),
+                                 chunksize=max(1, min(8, len(items) // (workers * 8)))))
     except Exception:  # noqa: BLE001 - a pool that cannot start or dies: the same work here
-        return [fn(item) for item in items]
+        return [fn(given(item)) for item in items]

@@ -42,6 +42,7 @@ from __future__ import annotations
 import ast
 import hashlib
 import json
+import os
 import re
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -57,6 +58,7 @@ from auditor.gitio import Git
 from auditor.model import Workspace
 from auditor.provenance.gitstate import git_settings
 from auditor.scan.interface import Origin, ScanTarget
+from auditor.scan.pool import map_in_processes
 
 SLICE_CACHE_SCHEMA = "auditor/slice-cache/v1"
 # line breaks other than "\n" and "\r\n" that Python, semgrep or bandit might count
@@ -271,13 +273,15 @@ def slice_targets(targets: Sequence[ScanTarget], modified: Callable[[ScanTarget]
     cached = len(slices)
     need = [t for t in wanted if t.key not in slices]
     changed = changed_lines(need) if need else {}
-    for t in need:
-        # parsed before its lines are asked for: ``changed`` may still be working them out
-        # (blame on other threads), and the parse then runs beside it
-        tree = parse_sliceable(t.text)
-        slices[t.key] = slice_tree(t.text, tree, changed[t.key])
+    # parsed and sliced on every core when there is much (each file given to a process as soon
+    # as its lines are known: ``changed`` may still be working the others out, blame on threads)
+    made = map_in_processes(_slice_job, need, workers=os.cpu_count() or 1,
+                            work=lambda t: len(t.text),
+                            given=lambda t: (t.text, frozenset(changed[t.key])))
+    for t, s in zip(need, made, strict=True):
+        slices[t.key] = s
         if cache is not None:
-            cache.put(t, slices[t.key])
+            cache.put(t, s)
     if cache is not None:
         cache.flush()
     out: list[ScanTarget] = []
@@ -294,6 +298,10 @@ def slice_targets(targets: Sequence[ScanTarget], modified: Callable[[ScanTarget]
         out.append(replace(t, text=s.text,
                            sha256=hashlib.sha256(s.text.encode("utf-8")).hexdigest()))
     return out, SliceTally(files, functions, lines, of_lines, cached)
+
+
+def _slice_job(job: tuple[str, AbstractSet[int]]) -> Slice | None:
+    return slice_python(*job)
 
 
 def slice_python(text: str, changed: AbstractSet[int]) -> Slice | None:

@@ -19,20 +19,22 @@ def square_and_pid(n: int) -> tuple[int, int]:
 
 
 def test_enough_work_runs_on_other_processes_with_the_same_answers() -> None:
-    got = map_in_processes(square_and_pid, list(range(40)), workers=2, min_work=10)
+    got = map_in_processes(square_and_pid, list(range(40)), workers=2, min_work=10,
+                           given=lambda n: n)
     assert [n for n, _pid in got] == [n * n for n in range(40)]
     assert os.getpid() not in {pid for _n, pid in got}
 
 
 def test_little_work_or_one_worker_runs_here() -> None:
     for kwargs in ({"workers": 2, "min_work": 1000}, {"workers": 1, "min_work": 1}):
-        got = map_in_processes(square_and_pid, list(range(5)), **kwargs)
+        got = map_in_processes(square_and_pid, list(range(5)), given=lambda n: n, **kwargs)
         assert got == [(n * n, os.getpid()) for n in range(5)]
 
 
 def test_work_the_processes_cannot_take_runs_here() -> None:
     offset = 3  # a closure cannot be sent to another process
-    got = map_in_processes(lambda n: n + offset, list(range(5)), workers=2, min_work=1)
+    got = map_in_processes(lambda n: n + offset, list(range(5)), workers=2, min_work=1,
+                           given=lambda n: n)
     assert got == [3, 4, 5, 6, 7]
 
 
@@ -61,3 +63,18 @@ def test_the_views_work_can_be_sent_to_another_process() -> None:
     jobs = [(text, pfs) for text in [SETTINGS, *HOSTILE.values()]]
     with ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn")) as ex:
         assert list(ex.map(_views, jobs)) == [_views(job) for job in jobs]
+
+
+def test_slices_made_on_processes_are_the_slices_made_here(monkeypatch) -> None:
+    from auditor.scan import slicing
+
+    files = [target(p, t) for p, t in HOSTILE.items()] + [target("vllm/settings.py", SETTINGS)]
+    lines = {t.key: {3} for t in files}  # the third line of each file changed
+
+    def changed(ts: object) -> dict[str, set[int]]:
+        return lines
+
+    here = slicing.slice_targets(files, lambda _t: True, changed)
+    monkeypatch.setattr(pool, "MIN_WORK", 1)
+    there = slicing.slice_targets(files, lambda _t: True, changed)
+    assert here == there and here[1].files
