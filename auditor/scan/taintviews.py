@@ -28,6 +28,12 @@ function that calls none of them is left out of the rule's view and of the modul
 context its prefilter reads: ``...`` in its place, lines and columns around it kept (vLLM's
 ``envs.py`` is a dict of ~300 ``lambda: os.getenv(...)`` that every view otherwise kept).
 
+A statement outside functions and classes that stores a literal in names the file never reads
+and binds nowhere else (``X: bool = False``; ~300 of them under ``if TYPE_CHECKING:`` in vLLM's
+``envs.py``) is left out of every view too: no rule matches in it, nothing reads what it stores,
+and constant propagation has nothing to take from it (a name that is read, say ``KEY = "HF_TOKEN"``
+then ``os.environ[KEY]``, is kept).
+
 A rule that can match in none of the functions nor in the context is not given the file at all.
 A rule reads the file whole (no view) when it names no sink group and the module code alone
 passes its prefilter (every function could then match), when no body would be left out, or when
@@ -42,6 +48,7 @@ import ast
 import hashlib
 import io
 import tokenize
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -81,8 +88,10 @@ def taint_views(text: str, prefilters: Sequence[Prefilter]) -> list[View | None]
     lines = text.split("\n")
     functions = list(slicing.outer_functions(tree.body))
     lambdas = _outside_lambdas(tree, lines) if "lambda" in text else []
-    if not functions and not lambdas:
+    dead = _dead_stores(tree, lines)
+    if not functions and not lambdas and not dead:
         return out
+    lines = _blanked(lines, dead)
     own = {id(f): "\n".join(lines[a - 1:b]) for f in functions for a, b in [slicing.span(f)]}
     layout = _Layout.of(tree, lines, functions)
     whole = layout.texts(lines)
@@ -105,9 +114,10 @@ def taint_views(text: str, prefilters: Sequence[Prefilter]) -> list[View | None]
                                               everywhere=False, module_code=False):
             out[i] = View(None, len(functions), 0)
             continue
-        if len(keep) == len(functions) and not quiet:
+        if len(keep) == len(functions) and not quiet and not dead:
             continue
-        out[i] = _view("\n".join(mine), tree, keep, sum(lam.lines for lam in quiet))
+        left_out = sum(lam.lines for lam in quiet) + sum(b - a + 1 for a, b, _ in dead)
+        out[i] = _view("\n".join(mine), tree, keep, left_out)
     return out
 
 
@@ -219,6 +229,125 @@ def _outside_lambdas(tree: ast.Module, lines: Sequence[str]) -> list[_Lambda]:
             else:
                 body = "\n".join([first[start[1]:], *lines[start[0]:end[0] - 1], last[:end[1]]])
             out.append(_Lambda(start, end, body))
+    return out
+
+
+# a file needs this many literal stores outside functions and classes before the names it reads
+# are looked up (a walk over the whole tree): vLLM's envs.py declares ~300 under TYPE_CHECKING
+_DEAD_STORES_MIN = 20
+
+
+def _dead_stores(tree: ast.Module, lines: Sequence[str]) -> list[tuple[int, int, bool]]:
+    """The first and last lines of the statements outside functions and classes that store a
+    literal (``X: bool = False``, ``Y = ()``) in names the file never reads and binds nowhere
+    else, each on lines of its own, and whether it is the first of a run of them in its block
+    (``...`` stands for the run there). No taint rule can match in one, none can read what it
+    stores, and semgrep's constant propagation has no use to put it to, so a view leaves it
+    out."""
+    blocks = list(_blocks(tree.body))
+    if sum(_literal_store(s) for block in blocks for s in block) < _DEAD_STORES_MIN:
+        return []
+    read, bound = _names(tree)
+    out: list[tuple[int, int, bool]] = []
+    for block in blocks:
+        after_dead = False
+        for s in block:
+            dead = (_literal_store(s) and s.end_lineno is not None
+                    and not any(n in read or bound[n] > 1 for n in _stored_names(s))
+                    and _own_lines(s, lines))
+            if dead:
+                out.append((s.lineno, s.end_lineno or s.lineno, not after_dead))
+            after_dead = dead
+    return out
+
+
+def _blocks(stmts: list[ast.stmt]) -> Iterator[list[ast.stmt]]:
+    """``stmts`` and every block of statements in them, not in functions or classes."""
+    yield stmts
+    for s in stmts:
+        if isinstance(s, (*slicing.FUNCTIONS, ast.ClassDef)):
+            continue
+        for field in ("body", "orelse", "finalbody"):
+            block = getattr(s, field, None)
+            if block and isinstance(block[0], ast.stmt):
+                yield from _blocks(block)
+        for h in getattr(s, "handlers", None) or getattr(s, "cases", None) or ():
+            yield from _blocks(h.body)
+
+
+def _own_lines(s: ast.stmt, lines: Sequence[str]) -> bool:
+    """Whether no other statement shares ``s``'s lines (nothing before it, a comment at most
+    after it)."""
+    first, last = lines[s.lineno - 1], lines[(s.end_lineno or s.lineno) - 1]
+    after = last[_column(last, s.end_col_offset or 0):].strip()
+    return not first[:_column(first, s.col_offset)].strip() and (
+        not after or after.startswith("#"))
+
+
+def _literal_store(s: ast.stmt) -> bool:
+    """``NAME[: annotation] [= literal]`` (annotations without calls), ``NAME = ... = literal``."""
+    if isinstance(s, ast.AnnAssign):
+        return (isinstance(s.target, ast.Name) and not _calls(s.annotation)
+                and (s.value is None or _literal(s.value)))
+    return (isinstance(s, ast.Assign) and _literal(s.value)
+            and all(isinstance(t, ast.Name) for t in s.targets))
+
+
+def _literal(e: ast.expr) -> bool:
+    if isinstance(e, ast.Constant):
+        return True
+    if isinstance(e, ast.UnaryOp) and isinstance(e.op, (ast.USub, ast.UAdd)):
+        return _literal(e.operand)
+    if isinstance(e, (ast.Tuple, ast.List, ast.Set)):
+        return all(_literal(x) for x in e.elts)
+    return False
+
+
+def _calls(e: ast.expr) -> bool:
+    return any(isinstance(n, ast.Call) for n in ast.walk(e))
+
+
+def _stored_names(s: ast.stmt) -> list[str]:
+    targets = [s.target] if isinstance(s, ast.AnnAssign) else getattr(s, "targets", [])
+    return [t.id for t in targets if isinstance(t, ast.Name)]
+
+
+def _names(tree: ast.Module) -> tuple[set[str], Counter[str]]:
+    """The names the file reads anywhere, and how often each name is bound anywhere (assigned,
+    deleted, defined, imported, caught, matched or declared ``global``/``nonlocal``)."""
+    read: set[str] = set()
+    bound: Counter[str] = Counter()
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Name):
+            if isinstance(n.ctx, ast.Load):
+                read.add(n.id)
+            else:
+                bound[n.id] += 1
+        elif isinstance(n, (*slicing.FUNCTIONS, ast.ClassDef)):
+            bound[n.name] += 1
+        elif isinstance(n, ast.alias):
+            bound[n.asname or n.name.split(".")[0]] += 1
+        elif isinstance(n, (ast.Global, ast.Nonlocal)):
+            bound.update(n.names)
+        elif isinstance(n, (ast.ExceptHandler, ast.MatchAs, ast.MatchStar)) and n.name:
+            bound[n.name] += 1
+        elif isinstance(n, ast.MatchMapping) and n.rest:
+            bound[n.rest] += 1
+    return read, bound
+
+
+def _blanked(lines: list[str], spans: Sequence[tuple[int, int, bool]]) -> list[str]:
+    """``lines`` with each span's lines blank, ``...`` at its indentation on the first line of
+    a span that asks for it; line ends kept."""
+    if not spans:
+        return lines
+    out = list(lines)
+    for first, last, placeholder in spans:
+        for n in range(first, last + 1):
+            line = out[n - 1]
+            cr = "\r" if line.endswith("\r") else ""
+            indent = line[:len(line) - len(line.lstrip(" \t"))]
+            out[n - 1] = (indent + "..." if n == first and placeholder else "") + cr
     return out
 
 

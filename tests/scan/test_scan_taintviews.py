@@ -322,6 +322,32 @@ def test_a_rule_that_can_match_no_function_is_not_given_the_file() -> None:
     assert view is not None and view.text is None
 
 
+DECLARED = "".join(f"    VLLM_SETTING_{i}: int = {i}\n" for i in range(25))
+STORES = ("import logging\nimport os\nfrom typing import TYPE_CHECKING\n\n"
+          "logger = logging.getLogger(__name__)\n\nif TYPE_CHECKING:\n" + DECLARED
+          + "    READ: str = 'x'\n    TWICE: int = 1\n    SHARED = 1; OTHER = 2\n"
+          "    CALLED: Annotated[int, Field()] = 3\n    LONG: tuple = (\n        1,\n"
+          "        -2,\n    )\nTWICE = 2\nKEY = 'HF_TOKEN'\nprompt: str = ''\n"
+          "logger.info(os.environ[KEY])  # the constant KEY makes it a secret\n\n\n"
+          "def show(request):\n    logger.info(READ, request.prompt)\n")
+
+
+def test_literal_stores_nothing_reads_are_left_out_of_every_view() -> None:
+    view = logged_view(STORES)
+    assert view is not None and view.text is not None
+    lines, old = view.text.split("\n"), STORES.split("\n")
+    assert len(lines) == len(old)
+    assert lines[7] == "    ..." and "VLLM_SETTING" not in view.text
+    assert "LONG" not in view.text and "-2" not in view.text
+    for kept in ("READ: str", "TWICE: int = 1", "SHARED = 1; OTHER = 2", "CALLED:",
+                 "TWICE = 2", "KEY = 'HF_TOKEN'", "os.environ[KEY]"):
+        assert kept in view.text, kept
+    assert "prompt: str = ''" not in view.text  # a source word, but nothing reads the name
+    compile(view.text, "view", "exec")
+    # a few stores are not worth the walk over the file
+    assert logged_view(STORES.replace(DECLARED, "    A: int = 1\n")) is None
+
+
 def test_a_context_that_calls_no_sink_gives_the_rule_nothing_to_read() -> None:
     # a request model: a source word in the class body, a sink word named but not called
     text = ("import logging\n\n\nclass Request(BaseModel):\n    prompt: str = ''\n"
@@ -415,6 +441,9 @@ HOSTILE = {
         "class Hooks:\n    hook = lambda self, request: logger.info(request.prompt)\n"
         "    quiet = lambda self, request: request.prompt.strip()\n\n\n"
         "def show():\n    print(TOKEN)\n\n\ndef other(x):\n    return x\n"),
+    # literal stores nothing reads (left out of the views), a name read through constant
+    # propagation, a source word in a store nothing reads
+    "vllm/utils/stores.py": STORES,
     # module-level taint read in a function
     "vllm/utils/module.py": (
         "import sys\nprompt = sys.argv[1]\n\n\ndef dump(f):\n"
@@ -446,6 +475,8 @@ def test_views_give_the_findings_whole_files_give(tmp_path: Path, cli: str) -> N
     strings = sorted(line for r, line, *_ in on["findings"]["b:vllm/utils/strings.py"]
                      if r == LOGGED)
     assert strings == [7, 11]
+    stores = {r.rsplit(".", 1)[1] for r, *_ in on["findings"]["b:vllm/utils/stores.py"]}
+    assert {"secret-exfiltration", "request-content-logged"} <= stores
     settings = sorted((r.rsplit(".", 1)[1], line)
                       for r, line, *_ in on["findings"]["b:vllm/utils/settings.py"])
     assert ("secret-exfiltration", 13) in settings and ("request-content-logged", 22) in settings
