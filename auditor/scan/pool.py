@@ -12,6 +12,7 @@ the same either way (``tests/scan/test_scan_pool.py``).
 from __future__ import annotations
 
 import multiprocessing
+import signal
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from typing import TypeVar
@@ -37,8 +38,12 @@ def map_in_processes(fn: Callable[[A], R], items: Sequence[T], *, workers: int,
     if workers < 2 or len(items) < 2 or sum(map(work, items)) < floor:
         return [fn(given(item)) for item in items]
     try:
+        # Ctrl-C reaches the whole process group: the workers leave it to this process, which
+        # stops the run once the work in hand is done (no worker tracebacks, no redone work)
         with ProcessPoolExecutor(max_workers=workers,
-                                 mp_context=multiprocessing.get_context("spawn")) as pool:
+                                 mp_context=multiprocessing.get_context("spawn"),
+                                 initializer=signal.signal,
+                                 initargs=(signal.SIGINT, signal.SIG_IGN)) as pool:
             return list(pool.map(fn, (given(item) for item in items),
                                  chunksize=max(1, min(8, len(items) // (workers * 8)))))
     except Exception:  # noqa: BLE001 - a pool that cannot start or dies: the same work here
