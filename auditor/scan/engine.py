@@ -98,10 +98,10 @@ def run_scan(ws: Workspace, scanners: Sequence[Scanner], config: ScanConfig, wor
     # full scope: upstream's copy of each changed text file, to tell inherited findings apart
     baseline = _baseline(ws, bundle, changed, upstream) if config.scope is Scope.FULL else []
 
-    # Attribution (blame over threads) is needed only where there are findings. While scanners
-    # run over cache misses, every changed text file is blamed alongside them (git and the
-    # scanners are separate processes, so it costs no wall time); when every result came from
-    # the cache, only the files with findings are blamed.
+    # Attribution (blame over threads) is needed only where there are findings: the changed
+    # files with findings are blamed once the scanners are done (a blame beside them takes a
+    # core from them: the scanners keep every core busy), those with errors or unread changed
+    # lines when coverage asks. In diff scope the slices have blamed the modified Python files.
     to_blame = [t for t in bundle if t.path in changed]
     blamer = _Blamer(ws, changed, jobs, progress)
 
@@ -114,8 +114,7 @@ def run_scan(ws: Workspace, scanners: Sequence[Scanner], config: ScanConfig, wor
         versions: dict[str, str] = {}
         # only files that can have findings: those scanned now, and those with cached findings
         results = _run_scanners(scanners, targets, config, workdir, tally, versions,
-                                progress, before_scanning=lambda paths: blamer.blame(
-                                    [t for t in to_blame if t.path in paths]))
+                                progress)
         raw = _raw_by_file(scanners, results, targets, _owners(bundle + baseline, targets))
         blamer.blame([t for t in to_blame if raw.get(t.key)])
         judged = assess(bundle, [t for t in targets if t.origin is Origin.BUNDLE], scanners,
@@ -369,12 +368,8 @@ def _findings_of(t: ScanTarget, raw: Sequence[tuple[Scanner, RawFinding]],
 
 def _run_scanners(scanners: Sequence[Scanner], targets: Sequence[ScanTarget],
                   config: ScanConfig, workdir: Path, tally: _Tally, versions: dict[str, str],
-                  progress: Callable[[str], None],
-                  before_scanning: Callable[[set[str]], None] = lambda _p: None
-                  ) -> dict[str, ScannerRun]:
-    """Each scanner over the targets it accepts: cached results, then one run over the misses.
-    ``before_scanning`` is given the paths that can have findings (scanned now, or with cached
-    findings) just before the scanners start."""
+                  progress: Callable[[str], None]) -> dict[str, ScannerRun]:
+    """Each scanner over the targets it accepts: cached results, then one run over the misses."""
     cache = ResultCache(config.cache_dir) if config.cache_dir is not None else None
     done: dict[str, ScannerRun] = {}
     pending: dict[str, tuple[Scanner, list[ScanTarget], dict[str, str]]] = {}
@@ -418,11 +413,6 @@ def _run_scanners(scanners: Sequence[Scanner], targets: Sequence[ScanTarget],
         return run
 
     names = sorted(pending, key=lambda n: [s.name for s in scanners].index(n))
-    if names:
-        path_of = {t.key: t.path for t in targets}
-        before_scanning({t.path for _s, ms, _k in pending.values() for t in ms}
-                        | {path_of[k] for run in done.values()
-                           for k, found in run.findings.items() if found})
     with ThreadPoolExecutor(max_workers=max(1, len(names))) as pool:
         fresh = dict(zip(names, pool.map(work, names), strict=True))
     for name, run in fresh.items():
