@@ -16,7 +16,8 @@ RSS) and the 1-minute load average just before each run:
   whole-tree ``semgrep`` with the shipped rules (slow: ``--only baselines``, kept in samples.json);
 - ``semgrep --time --json`` with the shipped rules over the files the series changes: matching
   time per rule (``--only rules``), staged and gated as the scan does it; ``--only rules-whole``
-  does the same over every Python file of the tree (slow);
+  does the same over every Python file of the tree (slow); with ``--runs N`` each rule's time is
+  the median of N runs (one rule's time moves by up to 2x between runs on a shared host);
 - ``--only quick``: the yardstick and the auditor's runs without the full-scope scan, so every
   ratio of a diff-scoped run is to a bandit measured minutes before it.
 
@@ -32,6 +33,7 @@ import collections
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import time
@@ -146,7 +148,8 @@ def rule_times(doc: dict) -> tuple[dict[str, float], float, float]:
     return dict(per), sum(per.values()), parse
 
 
-def measure_rules(case: Path, work: Path, store_rules: Path, *, whole: bool = False) -> None:
+def measure_rules(case: Path, work: Path, store_rules: Path, *, whole: bool = False,
+                  runs: int = 1) -> None:
     """``semgrep --time`` with the rules and the staging the scan uses (files grouped by the
     prefilters that admit them, each gated rule limited to its folders), over the changed files
     or (``whole``) every Python file of the tree."""
@@ -179,16 +182,26 @@ def measure_rules(case: Path, work: Path, store_rules: Path, *, whole: bool = Fa
     else:
         config.write_text(json.dumps(gated_rules(json.loads(combined), meta, staging)),
                           encoding="utf-8")
-    sample = measure([str(BIN / "semgrep"), "scan", "--config", str(config),
-                      "--metrics=off", "--json", "--time", "-o", str(out), "--no-git-ignore",
-                      "--x-ignore-semgrepignore-files", "--disable-nosem", "--max-target-bytes=0",
-                      "--timeout=0", "-j", "1", *sorted(staged)],
-                     env={"HOME": str(home)}, cwd=root)
-    doc = json.loads(out.read_text())
-    per, total, parse = rule_times(doc)
+    # one rule's matching time moves by up to 2x between two runs of the same code on a shared
+    # host: with runs > 1, each rule's figure is its median, and so is the total
+    taken: list[tuple[Sample, dict, dict[str, float], float, float]] = []
+    for _ in range(max(1, runs)):
+        sample = measure([str(BIN / "semgrep"), "scan", "--config", str(config),
+                          "--metrics=off", "--json", "--time", "-o", str(out), "--no-git-ignore",
+                          "--x-ignore-semgrepignore-files", "--disable-nosem",
+                          "--max-target-bytes=0", "--timeout=0", "-j", "1", *sorted(staged)],
+                         env={"HOME": str(home)}, cwd=root)
+        doc = json.loads(out.read_text())
+        taken.append((sample, doc, *rule_times(doc)))
+    per = {rule: statistics.median(t[2].get(rule, 0.0) for t in taken)
+           for rule in {r for t in taken for r in t[2]}}
+    total = statistics.median(t[3] for t in taken)
+    parse = statistics.median(t[4] for t in taken)
+    sample, doc = sorted(taken, key=lambda t: t[0].wall)[len(taken) // 2][:2]
     data = {"sample": sample.__dict__, "files": len(changed), "matching": total, "parsing": parse,
             "per_rule": per, "results": len(doc.get("results") or []),
-            "errors": len(doc.get("errors") or []),
+            "errors": len(doc.get("errors") or []), "runs": len(taken),
+            "results_per_run": sorted({len(t[1].get("results") or []) for t in taken}),
             "fixpoint_timeouts": len(doc["time"].get("fixpoint_timeouts") or [])}
     store_rules.write_text(json.dumps(data, indent=1))
     top = max(per.values()) / total if total else 0
@@ -206,7 +219,9 @@ def rules_table(rules: dict, what: str) -> list[str]:
     lines = ["", f"### `semgrep --time` per rule over {what}, the rules and the staging as the "
                  "scan gives them to semgrep (prefilters applied)", "",
              f"`semgrep scan --config rules-gated.json --time --json -j 1 --timeout=0 "
-             f"...` (taken {s['when']} UTC, load {s['load']:.1f}): {s['wall']:.1f} s wall, "
+             f"...` (taken {s['when']} UTC, load {s['load']:.1f}"
+             + (f"; medians of {rules['runs']} runs" if rules.get("runs", 1) > 1 else "")
+             + f"): {s['wall']:.1f} s wall, "
              f"{s['cpu']:.1f} s CPU; matching {total:.1f} s, parsing {rules['parsing']:.1f} s;"
              f" {rules['results']} results, {rules['errors']} errors, "
              f"{rules['fixpoint_timeouts']} taint fixpoint timeouts.", "",
@@ -312,12 +327,12 @@ def main() -> None:
         if args.only in (None, "auditor"):
             measure_auditor(case, work, args.runs, results, store)
         if args.only in (None, "rules"):
-            measure_rules(case, work, store_rules)
+            measure_rules(case, work, store_rules, runs=args.runs)
         if args.only == "quick":
             measure_yardstick(case, work, results, store)
             measure_auditor(case, work, args.runs, results, store, full=False)
         if args.only == "rules-whole":
-            measure_rules(case, work, store_whole, whole=True)
+            measure_rules(case, work, store_whole, whole=True, runs=args.runs)
     rules = json.loads(store_rules.read_text()) if store_rules.is_file() else None
     whole = json.loads(store_whole.read_text()) if store_whole.is_file() else None
     write_section(case, results, rules, whole, args.runs)
