@@ -402,7 +402,7 @@ def class_body(c: ast.ClassDef, lines: Sequence[str]) -> tuple[int, int] | None:
     start = _start(first)
     decorators: list[ast.expr] = getattr(first, "decorator_list", None) or []
     at: ast.stmt | ast.expr = decorators[0] if decorators else first
-    if _prefix(lines[start - 1], at.col_offset).strip():
+    if before(lines[start - 1], at.col_offset).strip():
         return None
     return start, c.end_lineno or c.body[-1].lineno
 
@@ -423,7 +423,7 @@ def elidable(f: Function, lines: Sequence[str]) -> bool:
     ``global``/``nonlocal`` (a word test on its lines: a comment or string only keeps more)."""
     first = f.body[0]
     start = _start(first)
-    if start == first.lineno and not _blank(_prefix(lines[start - 1], first.col_offset)):
+    if start == first.lineno and not _blank(before(lines[start - 1], first.col_offset)):
         return False
     body = "\n".join(lines[start - 1:_end(f)])
     return not (("global" in body or "nonlocal" in body) and _SCOPE_WORDS.search(body))
@@ -440,8 +440,10 @@ def _end(f: Function) -> int:
     return f.end_lineno or f.body[-1].lineno
 
 
-def _prefix(line: str, col_offset: int) -> str:
+def before(line: str, col_offset: int) -> str:
     """The text before a node on its line (``col_offset`` counts UTF-8 bytes)."""
+    if line.isascii():
+        return line[:col_offset]
     return line.encode("utf-8")[:col_offset].decode("utf-8", "replace")
 
 

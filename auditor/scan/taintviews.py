@@ -220,8 +220,8 @@ def _outside_lambdas(tree: ast.Module, lines: Sequence[str]) -> list[_Lambda]:
             if b.end_lineno is None or b.end_col_offset is None:
                 continue
             first, last = lines[b.lineno - 1], lines[b.end_lineno - 1]
-            start = (b.lineno, _column(first, b.col_offset))
-            end = (b.end_lineno, _column(last, b.end_col_offset))
+            start = (b.lineno, len(slicing.before(first, b.col_offset)))
+            end = (b.end_lineno, len(slicing.before(last, b.end_col_offset)))
             if start[0] == end[0] and end[1] - start[1] < 3:
                 continue  # ``lambda: x``: no room for ``...``, and nothing to gain
             if start[0] == end[0]:
@@ -279,8 +279,8 @@ def _own_lines(s: ast.stmt, lines: Sequence[str]) -> bool:
     """Whether no other statement shares ``s``'s lines (nothing before it, a comment at most
     after it)."""
     first, last = lines[s.lineno - 1], lines[(s.end_lineno or s.lineno) - 1]
-    after = last[_column(last, s.end_col_offset or 0):].strip()
-    return not first[:_column(first, s.col_offset)].strip() and (
+    after = last[len(slicing.before(last, s.end_col_offset or 0)):].strip()
+    return not slicing.before(first, s.col_offset).strip() and (
         not after or after.startswith("#"))
 
 
@@ -358,12 +358,6 @@ def _lambdas_in(node: ast.AST) -> Iterator[ast.Lambda]:
             yield child
         elif not isinstance(child, ast.stmt):
             yield from _lambdas_in(child)
-
-
-def _column(line: str, col_offset: int) -> int:
-    """The character column of a node's UTF-8 byte offset on its line."""
-    return col_offset if line.isascii() else len(line.encode("utf-8")[:col_offset].decode(
-        "utf-8", "replace"))
 
 
 def _without_bodies(lines: Sequence[str], lambdas: Sequence[_Lambda]) -> list[str]:
