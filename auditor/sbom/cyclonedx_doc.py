@@ -55,6 +55,7 @@ from cyclonedx.output.json import JsonV1Dot6
 from packageurl import PackageURL
 from packaging.utils import canonicalize_name
 
+from auditor import jsonschemas
 from auditor.errors import ToolError
 from auditor.model import SeriesCommit, Workspace
 from auditor.sbom import formats
@@ -457,6 +458,7 @@ def _dump(doc: Mapping[str, Any]) -> str:
 
 def validate_cyclonedx(text: str) -> None:
     """Check a document against the CycloneDX 1.6 JSON schema (offline); ToolError if invalid."""
+    jsonschemas.load()  # before cyclonedx's validator imports jsonschema
     from cyclonedx.schema import OutputFormat, SchemaVersion
     from cyclonedx.validation import make_schemabased_validator
 

@@ -1,15 +1,17 @@
 """jsonschema's answers about the SBOM, remembered between runs so a re-run need not import it.
 
-Importing jsonschema costs ~2.5 s of CPU (its ``rfc3987_syntax`` builds an Earley parser for RFC 3987
-at import), more than the rest of a warm audit's SBOM. The SBOM asks it the same questions on
-every run: does this author's address pass the ``idn-email`` format, this URL ``iri-reference``,
-and does the document validate against the CycloneDX 1.6 schema (a document that differs from the
-last run's only in its serial number and timestamp). Inside :func:`remembered` the answers are kept
-in ``<cache>/sbom/formats.json``, keyed by the installed versions of jsonschema and
-cyclonedx-python-lib; jsonschema is imported only for a question not answered before. A document
-counts as validated before only when it equals one that validated, apart from a serial number and a
-timestamp that are themselves checked here against the schema's pattern and RFC 3339. A memo that
-cannot be read is empty; one that cannot be written costs only speed.
+Importing jsonschema and cyclonedx's validator costs CPU (~0.4 s; ~3 s more with
+``rfc3987_syntax``, which :mod:`auditor.jsonschemas` leaves out), more than the rest of a warm
+audit's SBOM. The SBOM asks the same questions on every run: does this author's address pass the
+``idn-email`` format, this URL ``iri-reference``, and does the document validate against the
+CycloneDX 1.6 schema (a document that differs from the last run's only in its serial number and
+timestamp). Inside :func:`remembered` the answers are kept in ``<cache>/sbom/formats.json``, keyed
+by the installed versions of jsonschema and cyclonedx-python-lib and by the code of
+:mod:`auditor.iri` (which checks the ``iri`` formats in jsonschema's stead); jsonschema is imported
+only for a question not answered before. A document counts as validated before only when it equals
+one that validated, apart from a serial number and a timestamp that are themselves checked here
+against the schema's pattern and RFC 3339. A memo that cannot be read is empty; one that cannot be
+written costs only speed.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from auditor import iri, jsonschemas
 from auditor.fsutil import atomic_write_text
 
 MEMO_SCHEMA = "auditor/sbom-formats/v1"
@@ -39,13 +42,12 @@ _STAMP_SET = "1970-01-01T00:00:00Z"
 
 @cache
 def _checker() -> Any:
-    import jsonschema
-
-    return jsonschema.FormatChecker()
+    return jsonschemas.load().FormatChecker()
 
 
 def _versions() -> list[str]:
-    out = []
+    # the iri formats are auditor's own checks (auditor.jsonschemas): their code is in the key
+    out = [f"auditor.iri=={hashlib.sha256(Path(iri.__file__).read_bytes()).hexdigest()[:16]}"]
     for name in ("jsonschema", "cyclonedx-python-lib"):
         try:
             out.append(f"{name}=={metadata.version(name)}")

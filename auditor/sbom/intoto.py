@@ -23,6 +23,7 @@ from typing import Any
 
 from packaging.utils import canonicalize_name
 
+from auditor import jsonschemas
 from auditor.errors import InputError, ToolError
 from auditor.model import Workspace
 from auditor.sbom.inputs import BuildInfo, sha256_or_none
@@ -288,8 +289,7 @@ def _dump(doc: Mapping[str, Any]) -> str:
 
 def validate_statement(doc: Mapping[str, Any]) -> None:
     """Check the statement's shape; a ToolError (nothing written) when it does not hold."""
-    import jsonschema
-
+    jsonschema = jsonschemas.load()
     validator = jsonschema.Draft202012Validator(
         STATEMENT_SCHEMA, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER)
     errors = sorted(validator.iter_errors(doc), key=lambda e: list(e.absolute_path))

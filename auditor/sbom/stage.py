@@ -68,7 +68,7 @@ class SbomStage(Stage):
         configured_builder_id()  # a bad $AUDITOR_BUILDER_ID stops the audit before it starts
 
     def run(self, ctx: Context) -> StageResult:
-        # imported here, not at the top: cyclonedx and jsonschema take seconds to import, and the
+        # imported here, not at the top: cyclonedx and jsonschema take a while to import, and the
         # pipeline imports every stage module to read needs/wants even when [sbom] is left out
         if not memo_file(ctx.cache_dir).exists():
             warm_jsonschema()
