@@ -38,6 +38,7 @@ from auditor.provenance.blame import line_origins
 from auditor.provenance.bundlefiles import bundle_files
 from auditor.results.scan import CacheTally, ScanData
 from auditor.scan import derived as derived_mod
+from auditor.scan import pool
 from auditor.scan.cache import CacheEntry, ResultCache, cache_key
 from auditor.scan.coverage import assess
 from auditor.scan.files import ReadResult, classify, split_lines
@@ -109,12 +110,13 @@ def run_scan(ws: Workspace, scanners: Sequence[Scanner], config: ScanConfig, wor
     # are scanned beside the files; their findings and errors belong to the file's path
     targets = derived_mod.expand(bundle + baseline)
     try:
-        targets, sliced = _slice_for_diff(ws, targets, upstream, config, blamer)
         tally = _Tally()
         versions: dict[str, str] = {}
-        # only files that can have findings: those scanned now, and those with cached findings
-        results = _run_scanners(scanners, targets, config, workdir, tally, versions,
-                                progress)
+        with pool.kept():  # processes the slices start are the taint views' too
+            targets, sliced = _slice_for_diff(ws, targets, upstream, config, blamer)
+            # only files that can have findings: those scanned now, and those with cached ones
+            results = _run_scanners(scanners, targets, config, workdir, tally, versions,
+                                    progress)
         raw = _raw_by_file(scanners, results, targets, _owners(bundle + baseline, targets))
         blamer.blame([t for t in to_blame if raw.get(t.key)])
         judged = assess(bundle, [t for t in targets if t.origin is Origin.BUNDLE], scanners,

@@ -78,3 +78,48 @@ def test_slices_made_on_processes_are_the_slices_made_here(monkeypatch) -> None:
     monkeypatch.setattr(pool, "MIN_WORK", 1)
     there = slicing.slice_targets(files, lambda _t: True, changed)
     assert here == there and here[1].files
+
+
+def test_processes_started_inside_kept_take_later_smaller_work_and_end_with_it() -> None:
+    with pool.kept():
+        first = map_in_processes(square_and_pid, list(range(40)), workers=2, min_work=10,
+                                 given=lambda n: n)
+        # too little work to start processes for, but they are running: it goes there
+        second = map_in_processes(square_and_pid, list(range(6)), workers=2, given=lambda n: n,
+                                  work=lambda _n: pool.MIN_WORK // 10)
+        assert [n for n, _ in second] == [n * n for n in range(6)]
+        assert {pid for _, pid in second} <= {pid for _, pid in first}
+        assert os.getpid() not in {pid for _, pid in first + second}
+        # below even the started processes' floor: here
+        tiny = map_in_processes(square_and_pid, [1, 2], workers=2, min_work=10 ** 9,
+                                given=lambda n: n)
+        assert tiny == [(1, os.getpid()), (4, os.getpid())]
+    after = map_in_processes(square_and_pid, list(range(6)), workers=2, given=lambda n: n,
+                             work=lambda _n: pool.MIN_WORK // 10)
+    assert after == [(n * n, os.getpid()) for n in range(6)]
+    for _, pid in first:  # the kept processes were shut down on leaving
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            continue
+        raise AssertionError(f"worker {pid} still runs")
+
+
+def die_elsewhere(job: tuple[int, int]) -> int:
+    n, here = job
+    if os.getpid() != here:
+        os._exit(1)  # a worker that dies mid-work
+    return n + 1
+
+
+def test_a_kept_pool_whose_worker_died_gives_the_same_answers_here() -> None:
+    me = os.getpid()
+    with pool.kept():
+        map_in_processes(square_and_pid, list(range(40)), workers=2, min_work=10,
+                         given=lambda n: n)
+        assert map_in_processes(die_elsewhere, [1, 2, 3], workers=2, given=lambda n: (n, me),
+                                work=lambda _n: pool.MIN_WORK) == [2, 3, 4]
+        # the broken pool is let go: the next work big enough starts new processes
+        got = map_in_processes(square_and_pid, list(range(6)), workers=2, given=lambda n: n,
+                               work=lambda _n: pool.MIN_WORK)
+        assert [n for n, _ in got] == [n * n for n in range(6)] and me not in {p for _, p in got}
