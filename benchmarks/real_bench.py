@@ -1,8 +1,8 @@
 """The benchmark on real vLLM code: every figure of issue 16 as a ratio to whole-tree bandit.
 
     python benchmarks/real_bench.py [--case benchmarks/work/real-bench] [--runs 1]
-                                    [--only auditor|baselines|rules|rules-whole|quick]
-                                    [--rewrite]
+                                    [--only auditor|baselines|rules|rules-whole|quick|rounds]
+                                    [--full] [--rewrite]
 
 The case is built by benchmarks/real_bench_case.py (two official vLLM wheels from the package
 index: the older release's Python tree as upstream, the real changes to the newer one split into
@@ -19,7 +19,10 @@ RSS) and the 1-minute load average just before each run:
   does the same over every Python file of the tree (slow); with ``--runs N`` each rule's time is
   the median of N runs (one rule's time moves by up to 2x between runs on a shared host);
 - ``--only quick``: the yardstick and the auditor's runs without the full-scope scan, so every
-  ratio of a diff-scoped run is to a bandit measured minutes before it.
+  ratio of a diff-scoped run is to a bandit measured minutes before it;
+- ``--only rounds --runs N [--full]``: N interleaved rounds, each the yardstick and then every
+  auditor run once (the full-scope scan too with ``--full``); each ratio's median over the rounds,
+  every ratio to its own round's yardstick (kept in ``<case>/../real-rounds.json``).
 
 Every figure is kept in ``<case>/../real-samples.json``; ``--only auditor`` re-measures the
 auditor and reuses the rest. Writes the "Real vLLM code" section of benchmarks/RESULTS.md (the
@@ -117,6 +120,51 @@ def measure_auditor(case: Path, work: Path, runs: int, results: dict[str, Sample
 def measure_yardstick(case: Path, work: Path, results: dict[str, Sample], store: Path) -> None:
     record(YARDSTICK, [measure([str(BIN / "bandit"), "-r", "-q", "-f", "json", "-o",
                                 str(work / "bandit.json"), str(case / "tree")])], results, store)
+
+
+def measure_rounds(case: Path, work: Path, rounds: int, store_rounds: Path, *,
+                   full: bool) -> None:
+    """Interleaved rounds: each round measures the yardstick, then the auditor's runs once each,
+    so every run's ratio is to a bandit measured minutes before it on the same host; the table
+    gives each ratio's median over the rounds (this host's speed moves by half within an hour)."""
+    taken: list[dict[str, dict]] = []
+    for k in range(max(1, rounds)):
+        print(f"round {k + 1} of {rounds}", flush=True)
+        results: dict[str, Sample] = {}
+        scratch = work / "round.json"
+        measure_yardstick(case, work, results, scratch)
+        measure_auditor(case, work, 1, results, scratch, full=full)
+        taken.append({name: s.__dict__ for name, s in results.items()})
+        store_rounds.write_text(json.dumps({"rounds": taken, "full": full}, indent=1))
+
+
+def rounds_table(doc: dict) -> list[str]:
+    rounds = [{k: Sample(**v) for k, v in r.items()} for r in doc["rounds"]]
+    names = [n for n in rounds[0] if n != YARDSTICK]
+    lines = ["", f"### Interleaved rounds ({len(rounds)})", "",
+             "Command: `python benchmarks/real_bench.py --only rounds --runs "
+             f"{len(rounds)}{' --full' if doc.get('full') else ''}`. Each round: the yardstick, "
+             "then each auditor run once; a run's ratio is to its own round's yardstick.", "",
+             "| round | taken (UTC) | yardstick wall (s) | yardstick CPU (s) | load |",
+             "|---:|---:|---:|---:|---:|"]
+    for k, r in enumerate(rounds, start=1):
+        y = r[YARDSTICK]
+        lines.append(f"| {k} | {y.when} | {y.wall:.1f} | {y.cpu:.1f} | {y.load:.1f} |")
+    lines += ["", "| measurement | wall (s) per round | wall / bandit per round | median wall / "
+                  "bandit | median CPU / bandit | peak RSS (MiB) | target |",
+              "|---|---|---|---:|---:|---:|---|"]
+    for name in names:
+        got = [(r[name], r[YARDSTICK]) for r in rounds if name in r]
+        walls = [s.wall / y.wall for s, y in got]
+        cpus = [s.cpu / y.cpu for s, y in got]
+        tgt = TARGETS.get(name)
+        mw, mc = statistics.median(walls), statistics.median(cpus)
+        verdict = "" if tgt is None else (f"≤ {tgt}: " + ("met" if mw <= tgt else "missed")
+                                          + f" (wall); {'met' if mc <= tgt else 'missed'} (CPU)")
+        lines.append(f"| {name} | {', '.join(f'{s.wall:.1f}' for s, _ in got)} "
+                     f"| {', '.join(f'{w:.3f}' for w in walls)} | {mw:.3f} | {mc:.3f} "
+                     f"| {max(s.rss_mib for s, _ in got):.0f} | {verdict} |")
+    return lines
 
 
 def measure_baselines(case: Path, work: Path, results: dict[str, Sample], store: Path) -> None:
@@ -235,7 +283,7 @@ def rules_table(rules: dict, what: str) -> list[str]:
 
 
 def write_section(case: Path, results: dict[str, Sample], rules: dict | None,
-                  rules_whole: dict | None, runs: int) -> None:
+                  rules_whole: dict | None, runs: int, rounds: dict | None = None) -> None:
     bandit = results.get(YARDSTICK)
     lines = [
         BEGIN, "## Real vLLM code (issue 16)", "",
@@ -277,6 +325,8 @@ def write_section(case: Path, results: dict[str, Sample], rules: dict | None,
         lines += rules_table(rules, f"the {rules['files']} files the series changes")
     if rules_whole:
         lines += rules_table(rules_whole, f"the whole tree ({rules_whole['files']} Python files)")
+    if rounds:
+        lines += rounds_table(rounds)
     lines.append(END)
     out = HERE / "RESULTS.md"
     text = out.read_text(encoding="utf-8") if out.is_file() else "# Benchmark results\n"
@@ -303,7 +353,10 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--case", type=Path, default=HERE / "work" / "real-bench")
     ap.add_argument("--runs", type=int, default=1)
-    ap.add_argument("--only", choices=("auditor", "baselines", "rules", "rules-whole", "quick"))
+    ap.add_argument("--only", choices=("auditor", "baselines", "rules", "rules-whole", "quick",
+                                       "rounds"))
+    ap.add_argument("--full", action="store_true",
+                    help="with --only rounds: the full-scope scan in each round too")
     ap.add_argument("--rewrite", action="store_true", help="measure nothing; rewrite RESULTS.md")
     args = ap.parse_args()
     case: Path = args.case.resolve()
@@ -313,6 +366,7 @@ def main() -> None:
     store = case.parent / "real-samples.json"
     store_rules = case.parent / "real-rules.json"
     store_whole = case.parent / "real-rules-whole.json"
+    store_rounds = case.parent / "real-rounds.json"
     results: dict[str, Sample] = {}
     if store.is_file():
         results = {k: Sample(**v) for k, v in json.loads(store.read_text()).items()}
@@ -333,9 +387,12 @@ def main() -> None:
             measure_auditor(case, work, args.runs, results, store, full=False)
         if args.only == "rules-whole":
             measure_rules(case, work, store_whole, whole=True, runs=args.runs)
+        if args.only == "rounds":
+            measure_rounds(case, work, args.runs, store_rounds, full=args.full)
     rules = json.loads(store_rules.read_text()) if store_rules.is_file() else None
     whole = json.loads(store_whole.read_text()) if store_whole.is_file() else None
-    write_section(case, results, rules, whole, args.runs)
+    rounds = json.loads(store_rounds.read_text()) if store_rounds.is_file() else None
+    write_section(case, results, rules, whole, args.runs, rounds)
 
 
 if __name__ == "__main__":

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
+from auditor.errors import InputError, ToolError
 from auditor.gitio import Git
 from auditor.lines import split_lines
 from auditor.model import Workspace
+from auditor.provenance import serieswalk
 from auditor.provenance.bundlefiles import bundle_files
 
 #: a line that is in upstream already (not the series' doing)
@@ -28,7 +30,8 @@ _HEADER = re.compile(rb"[0-9a-f]{40}(?= |$)")
 
 def _blame(git: Git, rng: str, path: str) -> tuple[list[str | None], list[str]] | None:
     """(origin per head line, head lines) or None when the head has no such file."""
-    res = git.run("blame", "--porcelain", rng, "--", path, check=False, text=False)
+    res = git.run(*serieswalk.DIFF_CONFIG, "blame", "--porcelain", rng, "--", path,
+                  check=False, text=False)
     if res.returncode != 0:
         return None
     origins: list[str | None] = []
@@ -48,20 +51,47 @@ def _blame(git: Git, rng: str, path: str) -> tuple[list[str | None], list[str]] 
             # the commit of the next line (a 40-hex word begins no other row of the format)
             current = row[:40]
             origin = None if current in boundary else current.decode("ascii")
-    lines = [r[1:].decode("utf-8", "replace").removesuffix("\r") for r in rows]
-    return origins, lines
+    return origins, _decoded(r[1:] for r in rows)
 
 
-def line_origins(ws: Workspace, path: str, bundle_text: str | None = None) -> list[str | None]:
+def _decoded(rows: Iterable[bytes]) -> list[str]:
+    return [r.decode("utf-8", "replace").removesuffix("\r") for r in rows]
+
+
+Blamed = tuple[list[str | None], list[str]]
+
+
+def walked(ws: Workspace, paths: Sequence[str]) -> dict[str, Blamed]:
+    """``git blame``'s answer for those of ``paths`` the series walk can give
+    (:mod:`auditor.provenance.serieswalk`: one ``git log`` for all); the others are left out, for
+    :func:`line_origins` to blame one by one."""
+    git = Git(ws.patches_repo)
+    try:
+        heads = git.ls_tree(ws.head_tree)
+        uppers = git.ls_tree(ws.upstream_tree)
+        want = [p for p in paths if p in heads and p in uppers and heads[p].type == "blob"
+                and uppers[p].type == "blob" and "\n" not in p]
+        blobs = git.read_blobs([heads[p].sha for p in want] + [uppers[p].sha for p in want])
+        found = serieswalk.walk(git, f"{ws.upstream_commit}..{ws.head_commit}",
+                                {p: blobs[heads[p].sha] for p in want},
+                                {p: blobs[uppers[p].sha] for p in want})
+    except (ToolError, InputError):  # the walk only saves time: blame will say what is wrong
+        return {}
+    return {p: (origins, _decoded(lines)) for p, (origins, lines) in found.items()}
+
+
+def line_origins(ws: Workspace, path: str, bundle_text: str | None = None,
+                 blamed: Blamed | None = None) -> list[str | None]:
     """For each line (0-based) of the bundle's ``path``: the introducing series commit's sha,
-    :data:`UPSTREAM` (None) for inherited lines, or :data:`UNEXPLAINED`."""
+    :data:`UPSTREAM` (None) for inherited lines, or :data:`UNEXPLAINED`. ``blamed``: blame's
+    answer for the path when already known (:func:`walked`)."""
     if bundle_text is None:
         text = bundle_files(ws).read_one(path).decode("utf-8", errors="replace")
         # as Path.read_text read it before: universal newlines
         bundle_text = text.replace("\r\n", "\n").replace("\r", "\n")
     bundle_lines = split_lines(bundle_text)
-    git = Git(ws.patches_repo)
-    blamed = _blame(git, f"{ws.upstream_commit}..{ws.head_commit}", path)
+    if blamed is None:
+        blamed = _blame(Git(ws.patches_repo), f"{ws.upstream_commit}..{ws.head_commit}", path)
     if blamed is None:
         return [UNEXPLAINED] * len(bundle_lines)
     origins, head_lines = blamed

@@ -35,7 +35,20 @@ class Replay:
 
 
 def replay(git: ProofGit, onto: str, commits: Sequence[SeriesCommit], scratch: Path) -> Replay:
-    """Apply ``commits`` in order onto the commit ``onto``; the first that fails stops it."""
+    """Apply ``commits`` in order onto the commit ``onto``; the first that fails stops it.
+
+    When the commits already form that chain (the first's only parent is ``onto``, each next
+    one's only parent the one before), applying each change to its own parent's tree gives the
+    commit's tree, always: the answer is the last commit's tree, with nothing to apply."""
+    if commits and all(c.parents == (parent,) for parent, c in
+                       zip([onto, *(c.sha for c in commits)], commits)):
+        return Replay(tree=commits[-1].tree, applied=tuple(c.sha for c in commits))
+    return apply_each(git, onto, commits, scratch)
+
+
+def apply_each(git: ProofGit, onto: str, commits: Sequence[SeriesCommit],
+               scratch: Path) -> Replay:
+    """:func:`replay` by applying each commit's change in turn."""
     scratch.mkdir(parents=True, exist_ok=True)
     index = scratch / "replay.index"
     index.unlink(missing_ok=True)

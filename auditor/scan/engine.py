@@ -34,7 +34,7 @@ from auditor.model import (
     status_for,
 )
 from auditor.policy import Policy, Waiver, apply_waivers
-from auditor.provenance.blame import line_origins
+from auditor.provenance.blame import Blamed, line_origins, walked
 from auditor.provenance.bundlefiles import bundle_files
 from auditor.results.scan import CacheTally, ScanData
 from auditor.scan import derived as derived_mod
@@ -64,6 +64,9 @@ SNIPPET_WIDTH = 200
 _ODD = "\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
 _ODD_BREAKS = str.maketrans({c: " " for c in _ODD})
 _ODD_BREAK = re.compile(f"[{_ODD}]")
+# from this many files on, their lines come from one walk of the series (git log), not one
+# ``git blame`` each (auditor.provenance.serieswalk)
+_WALK_FROM = 8
 
 
 @dataclass(frozen=True)
@@ -240,11 +243,20 @@ class _Blamer:
 
     def blame(self, targets: Sequence[ScanTarget]) -> None:
         fresh = [t for t in targets if t.path not in self._pending]
-        if fresh:
-            self._progress(f"scan: attributing lines of {len(fresh)} changed file(s)")
+        if not fresh:
+            return
+        self._progress(f"scan: attributing lines of {len(fresh)} changed file(s)")
+        # many files: one walk of the series first (taken first by the threads), then each file
+        # from it, or blamed alone where the walk leaves it
+        walk = (self._pool.submit(walked, self._ws, [t.path for t in fresh])
+                if len(fresh) >= _WALK_FROM else None)
         for t in fresh:
-            self._pending[t.path] = self._pool.submit(
-                line_origins, self._ws, t.path, _git_lines(t.text))
+            self._pending[t.path] = self._pool.submit(self._origins, t, walk)
+
+    def _origins(self, t: ScanTarget,
+                 walk: Future[dict[str, Blamed]] | None) -> list[str | None]:
+        return line_origins(self._ws, t.path, _git_lines(t.text),
+                            blamed=walk.result().get(t.path) if walk is not None else None)
 
     def changed_lines(self, t: ScanTarget) -> set[int] | None:
         """The lines of ``t`` the series wrote (None for a file the series did not change)."""

@@ -1,4 +1,5 @@
-"""The semgrep scanner: one semgrep process per run over every target it accepts.
+"""The semgrep scanner: semgrep over every target it accepts, in one process or (with much to
+scan) in ``processes`` side by side, each over a share of the files.
 
 Semgrep runs offline (``--metrics=off``, no version check, private ``HOME``), ignores no file
 (``--x-ignore-semgrepignore-files``, ``--no-git-ignore``, no size limit) and honours no ``nosemgrep``
@@ -14,6 +15,7 @@ import hashlib
 import json
 import posixpath
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +34,7 @@ from auditor.scan.interface import (
     ScanTarget,
     all_failed,
 )
+from auditor.scan.staging import shares
 from auditor.scan.tools import ExternalTool, sealed_env
 from auditor.textsafe import redact
 
@@ -60,7 +63,8 @@ class SemgrepScanner(ExternalTool, Scanner):
     name = "semgrep"
 
     def __init__(self, rules_dir: Path | None = None, *, timeout: int = 600, jobs: int = 1,
-                 rule_timeout: int = 30, cli: str = "osemgrep", views: bool = True) -> None:
+                 rule_timeout: int = 30, cli: str = "osemgrep", views: bool = True,
+                 processes: int = 1) -> None:
         if cli not in CLIS:
             raise ValueError(f"semgrep command line {cli!r}: one of {', '.join(CLIS)}")
         self.cli = cli
@@ -79,7 +83,10 @@ class SemgrepScanner(ExternalTool, Scanner):
                                          & {"generic", "regex"}
                                          for g in m.paths_include}))
         self.timeout = timeout
-        self.jobs = max(1, jobs)
+        self.jobs = max(1, jobs)  # semgrep's --jobs, in each process
+        # semgrep processes side by side over a share of the files each, when there is enough
+        # to scan (:func:`auditor.scan.staging.shares`)
+        self.processes = max(1, processes)
         self.rule_timeout = rule_timeout
         self._shim, self._shim_digest = _cuda_shim()
 
@@ -145,9 +152,42 @@ class SemgrepScanner(ExternalTool, Scanner):
             config.write_text(json.dumps(gated_rules(json.loads(combined), self.meta, staging),
                                          ensure_ascii=False, allow_nan=False), encoding="utf-8")
         staged = staging.files
+        groups = shares(list(staged), root / "t", self.processes)
+        if (len(groups) > 1 and self.cli == "osemgrep"
+                and max(sum(len(t) + 1 for t in g) for g in groups) <= _ARGV_BUDGET):
+            # one semgrep process per group, each on one core: semgrep's own --jobs=2 costs
+            # ~40 % more CPU than two processes over half the files each (benchmarks/RESULTS.md)
+            env = sealed_env(root / "home")
+            try:
+                gitio.run(["git", "init", "-q", "--template=", str(root / "t")], env=env,
+                          check=True)
+            except ToolError as exc:
+                return all_failed(files, f"semgrep: {exc.message}")
+            background.waiting()  # the longest wait of a scan: others' work may run now
+            with ThreadPoolExecutor(max_workers=len(groups)) as threads:
+                runs = list(threads.map(
+                    lambda n_g: self._run_one(config, root, n_g[1], {r: staged[r] for r in n_g[1]},
+                                              home=root / f"home{n_g[0]}"),
+                    enumerate(groups)))
+            return _merged(runs)
         targets = sorted(staged)
         if sum(len(t) + 1 for t in targets) > _ARGV_BUDGET:
             targets = sorted({t.split("/", 1)[0] for t in staged})
+        if self.cli == "osemgrep":
+            # osemgrep anchors `paths: include` patterns (the gated rules' folders) at the
+            # project's git root; outside a repository it matches only file names (measured)
+            try:
+                gitio.run(["git", "init", "-q", "--template=", str(root / "t")],
+                          env=sealed_env(root / "home"), check=True)
+            except ToolError as exc:
+                return all_failed(files, f"semgrep: {exc.message}")
+        background.waiting()  # the longest wait of a scan: others' work may run now
+        return self._run_one(config, root, targets, staged, home=root / "home")
+
+    def _run_one(self, config: Path, root: Path, targets: Sequence[str],
+                 staged: Mapping[str, ScanTarget], *, home: Path) -> ScannerRun:
+        """One semgrep process over ``targets`` (staged names, or staging folders), its answers
+        for the ``staged`` copies."""
         argv = [
             self.exe, "scan", *(["--experimental"] if self.cli == "osemgrep" else []),
             "--json", "--metrics=off", "--disable-version-check",
@@ -155,25 +195,20 @@ class SemgrepScanner(ExternalTool, Scanner):
             "--x-ignore-semgrepignore-files", "--no-git-ignore", "--max-target-bytes=0",
             f"--timeout={self.rule_timeout}", f"--jobs={self.jobs}", *targets,
         ]
-        env = sealed_env(root / "home")
         try:
-            if self.cli == "osemgrep":
-                # osemgrep anchors `paths: include` patterns (the gated rules' folders) at the
-                # project's git root; outside a repository it matches only file names (measured)
-                gitio.run(["git", "init", "-q", "--template=", str(root / "t")], env=env,
-                          check=True)
-            background.waiting()  # the longest wait of a scan: others' work may run now
-            res = gitio.run(argv, cwd=root / "t", env=env, timeout=self.timeout, check=False)
+            res = gitio.run(argv, cwd=root / "t", env=sealed_env(home), timeout=self.timeout,
+                            check=False)
         except ToolError as exc:
-            return all_failed(files, f"semgrep: {exc.message}")
+            return all_failed(list(staged.values()), f"semgrep: {exc.message}")
         try:
             doc = json.loads(res.stdout)
             if not isinstance(doc, dict):
                 raise ValueError("not an object")
         except ValueError:
             tail = " ".join(res.stderr.strip().splitlines()[-2:])[:300]
-            return all_failed(files, f"semgrep exited {res.returncode} without a JSON report"
-                                     + (f": {tail}" if tail else ""))
+            return all_failed(list(staged.values()),
+                              f"semgrep exited {res.returncode} without a JSON report"
+                              + (f": {tail}" if tail else ""))
         return self._parse(doc, staged)
 
     def _parse(self, doc: Mapping[str, Any], staged: Mapping[str, ScanTarget]) -> ScannerRun:
@@ -233,6 +268,19 @@ class SemgrepScanner(ExternalTool, Scanner):
         message = " ".join(str(extra.get("message") or (meta.message if meta else rule)).split())
         return RawFinding(rule=rule, category=category, severity=severity, line=line,
                           end_line=max(line, end), message=redact(message)[:500], help=help_text)
+
+
+def _merged(runs: Sequence[ScannerRun]) -> ScannerRun:
+    """The runs of semgrep processes over shares of the copies, as one: a file's findings from
+    every copy of it, its first error (an error in any copy leaves the file not checked)."""
+    findings: dict[str, list[RawFinding]] = {}
+    errors: dict[str, FileError] = {}
+    for run in runs:
+        for key, found in run.findings.items():
+            findings.setdefault(key, []).extend(found)
+        for key, err in run.errors.items():
+            errors.setdefault(key, err)
+    return ScannerRun(findings={k: tuple(v) for k, v in findings.items()}, errors=errors)
 
 
 def _partial_lines(err: Mapping[str, Any], target: ScanTarget,

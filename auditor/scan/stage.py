@@ -31,12 +31,12 @@ def default_scanners(spec: Spec, *, jobs: int, rules_dir: Path | None = None) ->
     coding (Python coding declarations), cmake (what the build fetches and runs)."""
     timeout = spec.scan.timeout if spec.scan is not None else 600
     return [
-        # bandit (one process) runs beside semgrep: semgrep gets the other cores. On 2 cores a
-        # second semgrep worker cost ~40 % more CPU and, with bandit beside it, more wall time
-        # too (benchmarks/RESULTS.md)
-        SemgrepScanner(rules_dir, timeout=timeout, jobs=max(1, jobs - 1)),
+        # a semgrep process per core, each over a share of the files and on one core of its
+        # own (semgrep's --jobs=2 cost ~40 % more CPU than two processes: benchmarks/RESULTS.md);
+        # bandit the same, at a lower priority: it takes what they leave
+        SemgrepScanner(rules_dir, timeout=timeout, jobs=1, processes=max(1, jobs)),
         BuiltinScanner(spec.profile.request_logging_flags, spec.profile.telemetry_env),
-        BanditScanner(timeout=timeout),
+        BanditScanner(timeout=timeout, processes=max(1, jobs)),
         CodingScanner(),
         CMakeScanner(),
     ]

@@ -39,3 +39,23 @@ def stage(files: Sequence[ScanTarget], root: Path,
         dest.write_bytes(text.encode("utf-8"))
         out[candidate] = t
     return out
+
+
+#: from this many bytes of staged copies on, a scanner's files are shared among its processes
+SHARE_MIN = 1_000_000
+
+
+def shares(rels: Sequence[str], root: Path, processes: int) -> list[list[str]]:
+    """Staged copies (relative to ``root``) shared among ``processes`` groups of about the same
+    bytes, each sorted (the largest copy first, each to the lightest group); one group when there
+    are fewer than two processes or less than :data:`SHARE_MIN` bytes."""
+    sizes = {rel: (root / rel).stat().st_size for rel in rels}
+    if processes < 2 or len(sizes) < 2 or sum(sizes.values()) < SHARE_MIN:
+        return [sorted(sizes)]
+    groups: list[list[str]] = [[] for _ in range(processes)]
+    load = [0] * processes
+    for rel in sorted(sizes, key=lambda r: (-sizes[r], r)):
+        k = load.index(min(load))
+        groups[k].append(rel)
+        load[k] += sizes[rel]
+    return [sorted(g) for g in groups if g]

@@ -7,7 +7,7 @@ from support import GitRepo, export_tree
 from auditor.provenance.bundlefiles import DirFiles
 from auditor.provenance.compare import compare, subst_expansions, unified_diff
 from auditor.provenance.gitview import open_repos
-from auditor.provenance.replay import replay
+from auditor.provenance.replay import apply_each, replay
 from auditor.provenance.series import check_series
 from auditor.provenance.treehash import hash_folder
 
@@ -59,6 +59,29 @@ def test_replay_applies_in_order_and_names_the_conflicting_commit(tmp_path):
     assert conflict.tree is None and conflict.failed_commit == c3 and conflict.applied == ()
     # the repository's own index and work tree were not touched
     assert repo.git("status", "--porcelain") == ""
+
+
+def test_a_series_that_is_already_the_chain_needs_no_apply_and_gives_the_same_tree(tmp_path):
+    repo, git, base, (c1, c2, c3) = _repo(tmp_path)
+    # binary, mode and deletion changes too: the chain's last tree is what applying gives
+    repo.write("bin.dat", b"\0\1\2")
+    repo.write("run.sh", "echo\n", mode=0o755)
+    repo.remove("b.py")
+    c4 = repo.commit("c4")
+    commits = check_series(git, base, c4, [c1, c2, c3, c4]).commits
+    chained = replay(git, base, commits, tmp_path / "scratch")
+    applied = apply_each(git, base, commits, tmp_path / "scratch")
+    assert chained == applied
+    assert chained.tree == repo.head("s^{tree}") and chained.applied == (c1, c2, c3, c4)
+    # commits that are not that chain (one left out, or another base) are applied
+    skipped = replay(git, base, [commits[0], commits[2], commits[3]], tmp_path / "scratch")
+    assert skipped == apply_each(git, base, [commits[0], commits[2], commits[3]],
+                                 tmp_path / "scratch") and skipped.tree != chained.tree
+    repo.checkout("elsewhere", new=True, start=base)
+    other = repo.commit("other base", files={"z.py": "z\n"})
+    rebased = replay(git, other, commits, tmp_path / "scratch")
+    assert rebased == apply_each(git, other, commits, tmp_path / "scratch")
+    assert rebased.tree not in (None, chained.tree)  # applied: z.py is there too
 
 
 def test_compare_against_a_hashed_folder(tmp_path):
