@@ -40,8 +40,8 @@ def replay(git: ProofGit, onto: str, commits: Sequence[SeriesCommit], scratch: P
     When the commits already form that chain (the first's only parent is ``onto``, each next
     one's only parent the one before), applying each change to its own parent's tree gives the
     commit's tree, always: the answer is the last commit's tree, with nothing to apply."""
-    if commits and all(c.parents == (parent,) for parent, c in
-                       zip([onto, *(c.sha for c in commits)], commits)):
+    parents = [onto, *(c.sha for c in commits[:-1])]
+    if commits and all(c.parents == (p,) for p, c in zip(parents, commits, strict=True)):
         return Replay(tree=commits[-1].tree, applied=tuple(c.sha for c in commits))
     return apply_each(git, onto, commits, scratch)
 
