@@ -11,7 +11,7 @@ none of these tests can match left out, lines in place; the results are the file
 which none of them can match anywhere (none of the words they need, no bidirectional control
 character, and it compiles) is not given to bandit at all: its answer, no finding, is known
 (about two thirds of vLLM's files). With much to scan, the files are shared among ``processes``
-bandits (each with its own views process) side by side.
+views processes, then what is left among as many bandits, side by side.
 """
 
 from __future__ import annotations
@@ -20,10 +20,10 @@ import hashlib
 import json
 import posixpath
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from auditor import gitio
 from auditor.errors import ToolError
@@ -74,6 +74,7 @@ _LASTING = ("syntax error", "exception while scanning")
 # bandit and its views run beside semgrep, which takes longer: at a lower priority they give way
 # to semgrep and to the scan's own Python (the staging semgrep waits for), and take what is left
 _NICENESS = 10
+T = TypeVar("T")
 
 
 class BanditScanner(ExternalTool, Scanner):
@@ -117,9 +118,28 @@ class BanditScanner(ExternalTool, Scanner):
 
     def _views_then_bandit(self, root: Path, rels: list[str]) -> dict[str, Any] | str:
         """bandit's report over the staged ``rels`` read as their views; a file no test can
-        match in is not given to bandit: its answer is known (no finding)."""
-        quiet = self._rewrite_as_views(root / "t", rels) if self.views else frozenset()
-        return self._run(root, sorted(set(rels) - quiet))
+        match in is not given to bandit: its answer is known (no finding). With much to read,
+        a views process per share of the files, then a bandit per share of what is left (shared
+        again: the views leave some shares with more than others), side by side."""
+        quiet: frozenset[str] = frozenset()
+        if self.views:
+            quiet = frozenset().union(*self._each_share(
+                root, rels, lambda share: self._rewrite_as_views(root / "t", share)))
+        docs = self._each_share(root, sorted(set(rels) - quiet),
+                                lambda share: self._run(root, share))
+        failed = next((d for d in docs if isinstance(d, str)), None)
+        if failed is not None or len(docs) == 1:
+            return failed if failed is not None else docs[0]
+        return {"results": [r for d in docs if isinstance(d, dict) for r in d.get("results") or []],
+                "errors": [e for d in docs if isinstance(d, dict) for e in d.get("errors") or []]}
+
+    def _each_share(self, root: Path, rels: list[str],
+                    work: Callable[[list[str]], T]) -> list[T]:
+        groups = shares(rels, root / "t", self.processes) if rels else [rels]
+        if len(groups) == 1:
+            return [work(groups[0])]
+        with ThreadPoolExecutor(max_workers=len(groups)) as threads:
+            return list(threads.map(work, groups))
 
     def _run(self, root: Path, rels: list[str]) -> dict[str, Any] | str:
         """bandit's JSON report over ``rels`` (staged below ``root/t``), or why there is none."""
@@ -146,16 +166,7 @@ class BanditScanner(ExternalTool, Scanner):
             return ScannerRun(findings={}, errors={})
         root = workdir / "bandit"
         staged = stage(files, root / "t")
-        groups = shares(list(staged), root / "t", self.processes)
-        if len(groups) == 1:
-            doc = self._views_then_bandit(root, groups[0])
-        else:  # a views process and a bandit per share of the files, side by side
-            with ThreadPoolExecutor(max_workers=len(groups)) as threads:
-                docs = list(threads.map(lambda g: self._views_then_bandit(root, g), groups))
-            failed = next((d for d in docs if isinstance(d, str)), None)
-            doc = failed if failed is not None else {
-                "results": [r for d in docs if isinstance(d, dict) for r in d.get("results") or []],
-                "errors": [e for d in docs if isinstance(d, dict) for e in d.get("errors") or []]}
+        doc = self._views_then_bandit(root, sorted(staged))
         if isinstance(doc, str):
             return all_failed(files, doc)
         by_rel = {posixpath.normpath(k): v for k, v in staged.items()}

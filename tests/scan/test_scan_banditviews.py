@@ -202,6 +202,38 @@ def test_files_no_test_can_match_in_are_not_given_to_bandit(tmp_path: Path) -> N
     assert (tmp_path / "b/pad.py").read_text(encoding="utf-8") == PAD  # left as it is
 
 
+def test_bandits_side_by_side_over_shares_answer_as_one(tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    from auditor.scan import staging
+
+    targets = [target("hostile.py", HOSTILE), target("nfkc.py", NFKC), target("bidi.py", BIDI),
+               target("broken.py", BROKEN), target("pickle_load.py", PICKLE_LOAD),
+               target("quiet.py", QUIET), target("quiet_broken.py", QUIET_BROKEN)]
+    one = BanditScanner().scan(targets, tmp_path / "one")
+    monkeypatch.setattr(staging, "SHARE_MIN", 1)
+    viewed: list[list[str]] = []
+    banditted: list[list[str]] = []
+    real_views, real_run = BanditScanner._rewrite_as_views, BanditScanner._run
+
+    def views(self, root, rels):  # noqa: ANN001, ANN202 - the real method, its shares noted
+        viewed.append(rels)
+        return real_views(self, root, rels)
+
+    def run(self, root, rels):  # noqa: ANN001, ANN202
+        banditted.append(rels)
+        return real_run(self, root, rels)
+
+    monkeypatch.setattr(BanditScanner, "_rewrite_as_views", views)
+    monkeypatch.setattr(BanditScanner, "_run", run)
+    shared = BanditScanner(processes=2).scan(targets, tmp_path / "two")
+    assert len(viewed) == 2 and sorted(sum(viewed, [])) == sorted(f"b/{t.path}" for t in targets)
+    # the quiet file is not given to bandit; the rest shared again
+    assert len(banditted) == 2 and "b/quiet.py" not in sum(banditted, [])
+    assert found(shared) == found(one) and any(found(one).values())
+    assert {k: v.reason for k, v in shared.errors.items()} == \
+        {k: v.reason for k, v in one.errors.items()} != {}
+
+
 @pytest.mark.parametrize("where", ["auditor", "policies", "tests/scan"])
 def test_real_code_same_findings_with_views(where: str, tmp_path: Path) -> None:
     files = sorted((ROOT / where).rglob("*.py"))

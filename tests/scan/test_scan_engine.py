@@ -243,3 +243,28 @@ def test_waiver_and_expired_waiver(case: Case, diff_result: StageResult, tmp_pat
     (expired,) = [f for f in result.findings if f.rule == "policy.waiver-expired"]
     assert expired.action is Action.BLOCK and expired.path == "engine/loader.py"
 
+
+
+def test_lines_from_one_walk_of_the_series_attribute_as_blame_does(
+        case: Case, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from auditor.scan import engine
+
+    monkeypatch.setattr(engine, "_WALK_FROM", 10 ** 9)  # every file blamed alone
+    blamed = case.run("blamed-alone", cache=tmp_path / "c1")
+    calls: list[list[str]] = []
+    real = engine.walked
+
+    def walk(ws, paths):  # noqa: ANN001, ANN202 - the real walk, its calls noted
+        calls.append(list(paths))
+        return real(ws, paths)
+
+    monkeypatch.setattr(engine, "_WALK_FROM", 1)
+    monkeypatch.setattr(engine, "walked", walk)
+    walked = case.run("walked", cache=tmp_path / "c2")
+    assert calls and any("engine/metrics.py" in c for c in calls)
+
+    def rows(r: StageResult) -> list[tuple[str, int, str, str | None, str]]:
+        return sorted((f.path, f.line, f.rule, f.commit, f.fingerprint) for f in r.findings)
+
+    assert rows(walked) == rows(blamed) and any(f.commit for f in blamed.findings)
+    assert walked.data == blamed.data

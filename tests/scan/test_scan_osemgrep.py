@@ -92,3 +92,34 @@ def test_osemgrep_given_the_staging_folders_answers_the_same(
 def test_an_unknown_command_line_is_refused() -> None:
     with pytest.raises(ValueError, match="one of osemgrep, pysemgrep"):
         SemgrepScanner(cli="semgrep-pro")
+
+
+@needs_semgrep
+def test_semgreps_side_by_side_over_shares_answer_as_one(
+        pysemgrep_answers: dict[str, Any], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Much to scan: one osemgrep per share of the staged copies; the answers are one run's."""
+    from auditor.scan import staging
+
+    monkeypatch.setattr(staging, "SHARE_MIN", 1)
+    got = answers(SemgrepScanner(jobs=1, cli="osemgrep", processes=3).scan(targets(), tmp_path))
+    assert got == pysemgrep_answers
+    assert sorted(p.name for p in (tmp_path / "semgrep").glob("home*")) == \
+        ["home", "home0", "home1", "home2"]  # three processes ran
+
+
+def test_shares_are_balanced_by_bytes_and_hold_every_copy_once(tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch
+                                                               ) -> None:
+    from auditor.scan import staging
+
+    sizes = {"a": 900, "b": 500, "c": 400, "d": 300, "e": 100, "f": 100}
+    for rel, n in sizes.items():
+        (tmp_path / rel).write_bytes(b"x" * n)
+    monkeypatch.setattr(staging, "SHARE_MIN", 1)
+    groups = staging.shares(list(sizes), tmp_path, 2)
+    assert sorted(r for g in groups for r in g) == sorted(sizes)
+    assert sorted(sum(sizes[r] for r in g) for g in groups) == [1100, 1200]
+    assert staging.shares(list(sizes), tmp_path, 1) == [sorted(sizes)]
+    monkeypatch.setattr(staging, "SHARE_MIN", sum(sizes.values()) + 1)  # too little to share
+    assert staging.shares(list(sizes), tmp_path, 2) == [sorted(sizes)]
