@@ -298,7 +298,10 @@ def write_section(case: Path, results: dict[str, Sample], rules: dict | None,
         f"Load when written: `{uptime()}`. The machine is shared (2 cores, several other "
         "sessions' test suites): wall times swing with the load, so the ratios are given for "
         "CPU time (user+sys) as well; the load column is the 1-minute load average before "
-        "each run.", "",
+        "each run.",
+        *(rounds_table(rounds) if rounds else []), "",
+        *(["### Single runs (`--only quick`, `--only auditor`; the taken column says when)", ""]
+          if rounds else []),
         "| measurement | wall (s) | CPU (s) | peak RSS (MiB) | exit | load | taken (UTC) "
         "| wall / bandit | CPU / bandit | target | note |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|",
@@ -325,8 +328,6 @@ def write_section(case: Path, results: dict[str, Sample], rules: dict | None,
         lines += rules_table(rules, f"the {rules['files']} files the series changes")
     if rules_whole:
         lines += rules_table(rules_whole, f"the whole tree ({rules_whole['files']} Python files)")
-    if rounds:
-        lines += rounds_table(rounds)
     lines.append(END)
     out = HERE / "RESULTS.md"
     text = out.read_text(encoding="utf-8") if out.is_file() else "# Benchmark results\n"
