@@ -13,7 +13,6 @@ import re
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
-from auditor.errors import InputError, ToolError
 from auditor.gitio import Git
 from auditor.lines import split_lines
 from auditor.model import Workspace
@@ -75,8 +74,8 @@ def walked(ws: Workspace, paths: Sequence[str]) -> dict[str, Blamed]:
         found = serieswalk.walk(git, f"{ws.upstream_commit}..{ws.head_commit}",
                                 {p: blobs[heads[p].sha] for p in want},
                                 {p: blobs[uppers[p].sha] for p in want})
-    except (ToolError, InputError):  # the walk only saves time: blame will say what is wrong
-        return {}
+    except Exception:  # noqa: BLE001 - the walk only saves time: on any failure, git blame
+        return {}  # answers each file (and says what is wrong, if anything is)
     return {p: (origins, _decoded(lines)) for p, (origins, lines) in found.items()}
 
 

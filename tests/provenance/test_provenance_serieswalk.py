@@ -148,3 +148,18 @@ def test_line_origins_from_the_walk_equal_line_origins_from_blame(tmp_path):
     ws = _ws(repo, base, c1, bundle)
     blamed = walked(ws, ["a.py"])["a.py"]
     assert line_origins(ws, "a.py", blamed=blamed) == line_origins(ws, "a.py")
+
+
+def test_a_walk_that_fails_leaves_every_file_to_blame(tmp_path, monkeypatch):
+    repo = GitRepo(tmp_path / "r")
+    base = repo.commit("upstream", files={"a.py": "one\ntwo\n"})
+    repo.checkout("series", new=True)
+    c1 = repo.commit("c1", files={"a.py": "one\nbeacon()\ntwo\n"})
+    ws = _ws(repo, base, c1, export_tree(repo, "series", tmp_path / "b"))
+
+    def broken(*_args, **_kwargs):
+        raise IndexError("a fault in the walk")
+
+    monkeypatch.setattr(serieswalk, "walk", broken)
+    assert walked(ws, ["a.py"]) == {}
+    assert line_origins(ws, "a.py") == [None, c1, None]  # blamed alone
