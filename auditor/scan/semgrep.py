@@ -153,26 +153,6 @@ class SemgrepScanner(ExternalTool, Scanner):
                                          ensure_ascii=False, allow_nan=False), encoding="utf-8")
         staged = staging.files
         groups = shares(list(staged), root / "t", self.processes)
-        if (len(groups) > 1 and self.cli == "osemgrep"
-                and max(sum(len(t) + 1 for t in g) for g in groups) <= _ARGV_BUDGET):
-            # one semgrep process per group, each on one core: semgrep's own --jobs=2 costs
-            # ~40 % more CPU than two processes over half the files each (benchmarks/RESULTS.md)
-            env = sealed_env(root / "home")
-            try:
-                gitio.run(["git", "init", "-q", "--template=", str(root / "t")], env=env,
-                          check=True)
-            except ToolError as exc:
-                return all_failed(files, f"semgrep: {exc.message}")
-            background.waiting()  # the longest wait of a scan: others' work may run now
-            with ThreadPoolExecutor(max_workers=len(groups)) as threads:
-                runs = list(threads.map(
-                    lambda n_g: self._run_one(config, root, n_g[1], {r: staged[r] for r in n_g[1]},
-                                              home=root / f"home{n_g[0]}"),
-                    enumerate(groups)))
-            return _merged(runs)
-        targets = sorted(staged)
-        if sum(len(t) + 1 for t in targets) > _ARGV_BUDGET:
-            targets = sorted({t.split("/", 1)[0] for t in staged})
         if self.cli == "osemgrep":
             # osemgrep anchors `paths: include` patterns (the gated rules' folders) at the
             # project's git root; outside a repository it matches only file names (measured)
@@ -182,6 +162,19 @@ class SemgrepScanner(ExternalTool, Scanner):
             except ToolError as exc:
                 return all_failed(files, f"semgrep: {exc.message}")
         background.waiting()  # the longest wait of a scan: others' work may run now
+        if (len(groups) > 1 and self.cli == "osemgrep"
+                and max(sum(len(t) + 1 for t in g) for g in groups) <= _ARGV_BUDGET):
+            # one semgrep process per group, each on one core: semgrep's own --jobs=2 costs
+            # ~40 % more CPU than two processes over half the files each (benchmarks/RESULTS.md)
+            with ThreadPoolExecutor(max_workers=len(groups)) as threads:
+                runs = list(threads.map(
+                    lambda n_g: self._run_one(config, root, n_g[1], {r: staged[r] for r in n_g[1]},
+                                              home=root / f"home{n_g[0]}"),
+                    enumerate(groups)))
+            return _merged(runs)
+        targets = sorted(staged)
+        if sum(len(t) + 1 for t in targets) > _ARGV_BUDGET:
+            targets = sorted({t.split("/", 1)[0] for t in staged})
         return self._run_one(config, root, targets, staged, home=root / "home")
 
     def _run_one(self, config: Path, root: Path, targets: Sequence[str],
