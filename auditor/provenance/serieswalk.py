@@ -9,28 +9,27 @@ every file the series modified, where one ``git blame`` per file cost a process 
 
 The walk answers only where it is sure. A file is left to ``git blame`` (:func:`walk` leaves it
 out) when the range has a merge, when the file is created, deleted or binary somewhere in the
-range (blame may follow a rename there), when its name cannot be told apart in the log, and
-whenever its diffs do not account for its text: every line given to a commit must be the text
-that commit's hunk added, and every line left to upstream must be upstream's line at the place the
-walk found. ``tests/provenance/test_provenance_serieswalk.py`` compares the walk with ``git
-blame`` on generated series.
+range (blame may follow a rename there), and whenever its diffs do not account for its text:
+every line given to a commit must be the text that commit's hunk added, and every line left to
+upstream must be upstream's line at the place the walk found. A name the log quotes unreadably
+stops the whole walk (every file is then blamed). ``tests/provenance/test_provenance_serieswalk.py`` compares the walk with ``git
+blame`` on generated series. Names and hunk headers are read by :mod:`auditor.gitpatch`, as
+the review's hunks are.
 """
 
 from __future__ import annotations
 
 import bisect
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from auditor.gitio import Git
+from auditor.gitpatch import header_path, hunk_ranges, side_path
 
 #: pinned for the log here and for ``git blame`` alike (a user's config could set either)
 DIFF_CONFIG = ("-c", "diff.algorithm=myers", "-c", "diff.indentHeuristic=true")
-_HUNK = re.compile(rb"@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
-_ANY = b"\0"  # in unfollowable: a binary diff whose path could not be read
-_ESCAPES = {b"a": 7, b"b": 8, b"t": 9, b"n": 10, b"v": 11, b"f": 12, b"r": 13, b'"': 34,
-            b"\\": 92}
+_ANY = "\0"  # in unfollowable: a binary diff whose path could not be read
+_DEV_NULL = "/dev/null"  # a side of a created or deleted file (no path of a tree starts with /)
 
 
 @dataclass
@@ -47,8 +46,8 @@ class _Log:
     """The parsed log: each commit's hunks by path (newest commit first), and the paths the walk
     cannot follow."""
 
-    commits: list[tuple[str, dict[bytes, list[_Hunk]]]] = field(default_factory=list)
-    unfollowable: set[bytes] = field(default_factory=set)
+    commits: list[tuple[str, dict[str, list[_Hunk]]]] = field(default_factory=list)
+    unfollowable: set[str] = field(default_factory=set)
     merges: bool = False
 
 
@@ -67,11 +66,10 @@ def walk(git: Git, rng: str, heads: Mapping[str, bytes],
         return {}
     out: dict[str, tuple[list[str | None], list[bytes]]] = {}
     for path, head in heads.items():
-        key = path.encode("utf-8", "surrogateescape")
-        if path not in upstreams or key in log.unfollowable:
+        if path not in upstreams or path in log.unfollowable:
             continue
         lines = _lines(head)
-        origins = _walk_one(log.commits, key, lines, _lines(upstreams[path]))
+        origins = _walk_one(log.commits, path, lines, _lines(upstreams[path]))
         if origins is not None:
             out[path] = (origins, lines)
     return out
@@ -88,10 +86,10 @@ def _lines(data: bytes) -> list[bytes]:
 def _parse(raw: bytes) -> _Log:
     log = _Log()
     rows = raw.split(b"\n")
-    files: dict[bytes, list[_Hunk]] = {}
-    old: bytes | None = None  # the file diff's "---" name, then (from "+++") its path
-    path: bytes | None = None
-    named: bytes | None = None  # the file diff's name from its "diff --git" row, if readable
+    files: dict[str, list[_Hunk]] = {}
+    old: str | None = None  # the file diff's "---" name, then (from "+++") its path
+    path: str | None = None
+    named: str | None = None  # the file diff's name from its "diff --git" row, if readable
     i = 0
     while i < len(rows):
         row = rows[i]
@@ -104,17 +102,17 @@ def _parse(raw: bytes) -> _Log:
             old = path = None
         elif row.startswith(b"diff --git "):
             old = path = None
-            named = _same_names(row[len(b"diff --git "):])
+            named = header_path(row[len(b"diff --git "):])
         elif row.startswith(b"Binary files "):
             # a binary diff has no ---/+++ rows: its name is the "diff --git" row's, when that
             # row can be read; otherwise no path of the log is sure
             log.unfollowable.add(named if named is not None else _ANY)
         elif row.startswith(b"--- "):
-            old = _name(row[4:], b"a/")
+            old = side_path(row[4:], b"a/") or _DEV_NULL
         elif row.startswith(b"+++ ") and old is not None:
-            path = _name(row[4:], b"b/")
-            if path is None or old != path:  # created, deleted or unreadable: blame it
-                log.unfollowable.update(n for n in (old, path) if n and n != b"/dev/null")
+            path = side_path(row[4:], b"b/") or _DEV_NULL
+            if old != path:  # created or deleted: blame it
+                log.unfollowable.update(n for n in (old, path) if n != _DEV_NULL)
                 path = None
             else:
                 files.setdefault(path, [])
@@ -133,11 +131,10 @@ def _parse(raw: bytes) -> _Log:
 def _hunk(header: bytes, rows: Sequence[bytes], i: int) -> tuple[int, _Hunk | None]:
     """The hunk of ``header`` with its body (from row ``i``), and the row after it; None for
     a hunk that cannot be read."""
-    m = _HUNK.match(header)
-    if m is None:
+    try:
+        hunk = _Hunk(*hunk_ranges(header))
+    except ValueError:
         return i, None
-    hunk = _Hunk(int(m[1]), 1 if m[2] is None else int(m[2]),
-                 int(m[3]), 1 if m[4] is None else int(m[4]))
     # exactly old_len "-" rows and new_len "+" rows follow (and "\ No newline" notes): counted,
     # so a content row that looks like a header is never read as one
     want_old, want_new = hunk.old_len, hunk.new_len
@@ -156,53 +153,7 @@ def _hunk(header: bytes, rows: Sequence[bytes], i: int) -> tuple[int, _Hunk | No
     return i, hunk
 
 
-def _same_names(names: bytes) -> bytes | None:
-    """The path of a ``diff --git a/P b/P`` row's names when both are the same unquoted P."""
-    half = (len(names) - 5) // 2
-    p = names[2:2 + half]
-    return p if half > 0 and names == b"a/" + p + b" b/" + p else None
-
-
-def _name(field_: bytes, prefix: bytes) -> bytes | None:
-    """A path of a ``---``/``+++`` row (``/dev/null`` as is), C-quoted or not; None when it
-    cannot be read."""
-    if field_.endswith(b"\t"):  # git ends a name that has a space with a tab
-        field_ = field_[:-1]
-    if field_ == b"/dev/null":
-        return field_
-    if field_.startswith(b'"'):
-        unquoted = _unquote(field_)
-        if unquoted is None:
-            return None
-        field_ = unquoted
-    return field_[len(prefix):] if field_.startswith(prefix) else None
-
-
-def _unquote(quoted: bytes) -> bytes | None:
-    if len(quoted) < 2 or not quoted.endswith(b'"'):
-        return None
-    body = quoted[1:-1]
-    out = bytearray()
-    i = 0
-    while i < len(body):
-        c = body[i:i + 1]
-        if c != b"\\":
-            out += c
-            i += 1
-            continue
-        nxt = body[i + 1:i + 2]
-        if nxt in _ESCAPES:
-            out.append(_ESCAPES[nxt])
-            i += 2
-        elif re.fullmatch(rb"[0-7]{3}", body[i + 1:i + 4]):
-            out.append(int(body[i + 1:i + 4], 8))
-            i += 4
-        else:
-            return None
-    return bytes(out)
-
-
-def _walk_one(commits: Sequence[tuple[str, Mapping[bytes, Sequence[_Hunk]]]], path: bytes,
+def _walk_one(commits: Sequence[tuple[str, Mapping[str, Sequence[_Hunk]]]], path: str,
               head: list[bytes], upstream: list[bytes]) -> list[str | None] | None:
     """Each head line's commit (None: upstream's), or None when the diffs do not account for the
     text (see the module docstring)."""

@@ -24,6 +24,7 @@ from typing import Any
 
 from auditor.errors import ToolError
 from auditor.gitio import Git
+from auditor.gitpatch import header_path, hunk_ranges, side_path
 
 ID_HEX = 16
 CONTEXT = 3
@@ -157,18 +158,16 @@ def _header_line(f: _File, line: bytes) -> None:
     elif line.startswith(b"Binary files ") or line == b"GIT binary patch":
         f.binary = True
     elif line.startswith(b"--- "):
-        f.a_path = _side_path(line[4:], b"a/")
+        f.a_path = side_path(line[4:], b"a/")
     elif line.startswith(b"+++ "):
-        f.b_path = _side_path(line[4:], b"b/")
+        f.b_path = side_path(line[4:], b"b/")
 
 
 def _read_hunk(lines: list[bytes], i: int, f: _File) -> tuple[Hunk, int]:
     header = lines[i]
     try:
-        ranges = header.split(b"@@")[1].split()
-        old_start, old_len = _range(ranges[0], b"-")
-        new_start, new_len = _range(ranges[1], b"+")
-    except (IndexError, ValueError):
+        old_start, old_len, new_start, new_len = hunk_ranges(header)
+    except ValueError:
         raise ToolError(f"git log -p: unreadable hunk header {header[:120]!r}") from None
     i += 1
     body: list[bytes] = []
@@ -207,7 +206,8 @@ def _read_hunk(lines: list[bytes], i: int, f: _File) -> tuple[Hunk, int]:
     text = data.decode("utf-8", "replace")
     return Hunk(id=digest[:ID_HEX], digest=digest, path=path, commit=f.commit,
                 kind=HunkKind.TEXT, start=start, end=end, added=added, removed=removed,
-                header="@@ " + b" ".join(ranges[:2]).decode("ascii", "replace") + " @@",
+                header="@@ " + b" ".join(header.split(b"@@")[1].split()[:2]).decode(
+                    "ascii", "replace") + " @@",  # as git wrote the ranges
                 text=text), i
 
 
@@ -231,59 +231,6 @@ def _file_level(f: _File) -> Iterator[Hunk]:
                    start=0, end=0, added=0, removed=0, header=f"({kind.value})", text=text)
 
 
-def _range(token: bytes, sign: bytes) -> tuple[int, int]:
-    if not token.startswith(sign):
-        raise ValueError(token)
-    start, _, length = token[1:].partition(b",")
-    return int(start), int(length) if length else 1
-
-
-def _side_path(value: bytes, prefix: bytes) -> str | None:
-    value = value.split(b"\t")[0] if not value.startswith(b'"') else value
-    if value == b"/dev/null":
-        return None
-    raw = _unquote(value) if value.startswith(b'"') else value
-    if raw.startswith(prefix):
-        raw = raw[len(prefix):]
-    return os.fsdecode(raw)
-
-
 def _git_header_path(rest: bytes) -> str:
     """The path of ``diff --git a/P b/P`` (renames are off, so both sides name the same path)."""
-    if rest.startswith(b'"'):
-        first, _ = _split_quoted(rest)
-        return os.fsdecode(first[2:] if first.startswith(b"a/") else first)
-    n = (len(rest) - 5) // 2
-    if n > 0 and rest[:2] == b"a/" and rest[2 + n:2 + n + 3] == b" b/":
-        return os.fsdecode(rest[2:2 + n])
-    return os.fsdecode(rest)
-
-
-_ESCAPES = {ord("a"): 7, ord("b"): 8, ord("t"): 9, ord("n"): 10, ord("v"): 11, ord("f"): 12,
-            ord("r"): 13, ord('"'): 34, ord("\\"): 92}
-
-
-def _split_quoted(value: bytes) -> tuple[bytes, bytes]:
-    """The first C-quoted string of ``value`` (as git quotes odd paths), and the rest after it."""
-    out = bytearray()
-    i = 1
-    while i < len(value):
-        c = value[i]
-        if c == 34:  # closing quote
-            return bytes(out), value[i + 1:]
-        if c == 92 and i + 1 < len(value):
-            n = value[i + 1]
-            if 48 <= n <= 55 and i + 3 < len(value):
-                out.append(int(value[i + 1:i + 4], 8) & 0xFF)
-                i += 4
-                continue
-            out.append(_ESCAPES.get(n, n))
-            i += 2
-            continue
-        out.append(c)
-        i += 1
-    raise ToolError(f"git log -p: unterminated quoted path {value[:120]!r}")
-
-
-def _unquote(value: bytes) -> bytes:
-    return _split_quoted(value)[0]
+    return header_path(rest) or os.fsdecode(rest)
