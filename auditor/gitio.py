@@ -16,21 +16,32 @@ from typing import Literal, overload
 from auditor.errors import InputError, ToolError
 from auditor.subproc import Completed, run, which
 
-__all__ = ["Completed", "Git", "TreeEntry", "git_env", "run", "which"]
+__all__ = ["GIT_HARDENING", "Completed", "Git", "TreeEntry", "git_env", "run", "which"]
 
 
-# A fixed git environment: no user config, no pager, no prompts, stable dates and locale.
-_GIT_ENV_DROP = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY")
+# A fixed git environment: no user or system config, no replace objects, no system attributes, no
+# pager, no prompts, a fixed locale. Every GIT_* variable of the caller's environment is dropped
+# (GIT_CONFIG_PARAMETERS, GIT_EXTERNAL_DIFF, GIT_SSH_COMMAND, GIT_REPLACE_REF_BASE, GIT_DIR, ...):
+# what git does must not depend on them. Callers add their own (``extra``).
+_GIT_ENV_FIXED = {
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "GIT_CONFIG_GLOBAL": os.devnull,
+    "GIT_NO_REPLACE_OBJECTS": "1",
+    "GIT_ATTR_NOSYSTEM": "1",
+    "GIT_TERMINAL_PROMPT": "0",
+    "GIT_PAGER": "cat",
+    "PAGER": "cat",
+    "LC_ALL": "C",
+}
+# settings on the command line, above any repository's own: none of them may name a program
+GIT_HARDENING = ("-c", "core.fsmonitor=false", "-c", f"core.hooksPath={os.devnull}",
+                 "-c", f"core.attributesFile={os.devnull}", "-c", "log.showSignature=false",
+                 "-c", "core.quotepath=off")
 
 
 def git_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in _GIT_ENV_DROP}
-    env.update({
-        "GIT_CONFIG_NOSYSTEM": "1",
-        "GIT_TERMINAL_PROMPT": "0",
-        "GIT_PAGER": "cat",
-        "LC_ALL": "C",
-    })
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env.update(_GIT_ENV_FIXED)
     if extra:
         env.update(extra)
     return env
@@ -79,7 +90,7 @@ class Git:
             extra_env: Mapping[str, str] | None = None,
             text: bool = True) -> Completed[str] | Completed[bytes]:
         return run(
-            ["git", "-C", str(self.repo), "-c", "core.quotepath=off", *args],
+            ["git", "-C", str(self.repo), *GIT_HARDENING, *args],
             env=git_env({**self.env, **(extra_env or {})}), input=input, check=check, text=text,
         )
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from auditor.fsutil import sha256_file
 from auditor.gitio import Git, run
+from auditor.gitseal import sealed_of
 
 #: files of a repository that change what git reads without changing a ref we resolve
 COMMON_FILES = ("config", "info/grafts", "shallow", "info/attributes",
@@ -43,7 +44,12 @@ def file_digest(path: Path) -> str | None:
 
 def repo_files_state(git: Git) -> dict[str, Any]:
     """The repository's git folders, the digests of the files in them that change what git reads,
-    and its replace refs."""
+    and its replace refs. For a sealed view (:mod:`auditor.gitseal`) git reads none of the given
+    repository's files: its state is the seal's (the object folders read and what was ignored),
+    the same for every run on the same repository."""
+    sealed = sealed_of(git.repo)
+    if sealed is not None:
+        return sealed.state()
     dirs = git.out("rev-parse", "--path-format=absolute", "--git-common-dir",
                    "--git-dir").splitlines()
     if len(dirs) != 2:

@@ -1,10 +1,11 @@
-"""Git access for the proof: the patches repository, seeing upstream's objects, without user config.
+"""Git access for every stage: sealed views of the given repositories (:mod:`auditor.gitseal`).
 
-When ``[patches] repo`` and ``[upstream] repo`` differ, upstream's object store is added as a
-read-only alternate (``GIT_ALTERNATE_OBJECT_DIRECTORIES``), so the series range and the replay can
-reach upstream commits without fetching anything into either repository. The user's global git
-configuration is ignored (``GIT_CONFIG_GLOBAL=/dev/null``): diff, colour and whitespace settings
-must not change patch ids or the replay.
+git never runs inside ``[upstream] repo`` or ``[patches] repo`` for history: each is sealed into a
+private bare repository with auditor's own configuration, no attributes, hooks, replace refs or
+grafts. The patches view also reads upstream's objects (a second alternate), so the series range
+and the replay reach upstream commits without fetching anything into either repository. The
+user's global git configuration is ignored too: diff, colour and whitespace settings must not
+change patch ids or the replay.
 """
 
 from __future__ import annotations
@@ -13,8 +14,8 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from auditor.errors import InputError
 from auditor.gitio import Git
+from auditor.gitseal import Ignored, seal, sealed_of
 
 
 class ProofGit(Git):
@@ -27,21 +28,18 @@ class ProofGit(Git):
         return ProofGit(self.repo, {**self.env, **env})
 
 
-def objects_dir(git: Git, what: str) -> str:
-    """The absolute object directory of a repository; an InputError when it is not one."""
-    res = git.run("rev-parse", "--path-format=absolute", "--git-path", "objects", check=False)
-    path = res.stdout.strip()
-    if res.returncode != 0 or not path or not Path(path).is_dir():
-        raise InputError(f"{what} {git.repo} is not a git repository")
-    return path
-
-
 def open_repos(upstream_repo: Path, patches_repo: Path) -> tuple[ProofGit, ProofGit]:
-    """(upstream, patches) views; the patches view also reads upstream's objects."""
-    upstream = ProofGit(upstream_repo)
-    up_objects = objects_dir(upstream, "[upstream] repo")
-    patches = ProofGit(patches_repo)
-    own = objects_dir(patches, "[patches] repo")
-    if os.path.realpath(own) != os.path.realpath(up_objects):
-        patches = patches.with_env(GIT_ALTERNATE_OBJECT_DIRECTORIES=up_objects)
-    return upstream, patches
+    """(upstream, patches) sealed views; the patches view also reads upstream's objects."""
+    upstream = seal(upstream_repo, "[upstream] repo")
+    patches = seal(patches_repo, "[patches] repo", borrow=upstream.object_dirs[:1])
+    return ProofGit(upstream.path), ProofGit(patches.path)
+
+
+def ignored_state(*gits: Git) -> list[tuple[str, Ignored]]:
+    """(spec key, what was ignored) of each sealed view among ``gits`` (:mod:`auditor.gitseal`)."""
+    out = []
+    for g in gits:
+        sealed = sealed_of(g.repo)
+        if sealed is not None:
+            out.append((sealed.what, sealed.ignored))
+    return out

@@ -20,6 +20,7 @@ from auditor.model import (
     BundleFile,
     Category,
     Finding,
+    Severity,
     StageResult,
     StageStatus,
     Workspace,
@@ -29,7 +30,7 @@ from auditor.policy import Policy, policy_of
 from auditor.provenance.anomalies import Anomaly, AnomalyKind, find_anomalies
 from auditor.provenance.bundlefiles import BundleFiles, DirFiles, GitFiles, LazyUnpack
 from auditor.provenance.compare import compare, display, tree_entries
-from auditor.provenance.gitview import ProofGit, open_repos
+from auditor.provenance.gitview import ProofGit, ignored_state, open_repos
 from auditor.provenance.proofcache import CachedProof, ProofCache, proof_key
 from auditor.provenance.replay import Replay, replay
 from auditor.provenance.series import LIST_MAX, SeriesCheck, check_series, diff_stats
@@ -78,7 +79,7 @@ class VerifyStage(Stage):
                 ctx.progress(f"verify: the proof of bundle {spec.bundle.path.name} is cached "
                              f"({key.digest[:12]}); the bundle is unpacked only if a stage "
                              "needs the folder")
-                ctx.workspace = cached_workspace(ctx, hit, git)
+                ctx.workspace = cached_workspace(ctx, hit, upstream_git, git)
                 return hit.result
         result = self._prove(ctx, policy, upstream_git, git)
         ws = ctx.workspace
@@ -130,7 +131,8 @@ class VerifyStage(Stage):
             upstream=side.upstream_entries, series=side.series_entries,
             manifest=bundle.manifest, files=files,
             git_entries=bundle.info.git_entries, differences=differences)
-        findings = tuple(finding_of(a, policy) for a in anomalies if a.is_finding)
+        findings = (*(finding_of(a, policy) for a in anomalies if a.is_finding),
+                    *ignored_findings(upstream_git, git, policy))
         ok = not reasons
         rp = side.replay
         data = replace(data, ok=ok, expected_tree=rp.tree, proof=ProofCheck(
@@ -144,13 +146,38 @@ class VerifyStage(Stage):
             anomalies=tuple(a.to_json() for a in anomalies),
             commits=tuple(CommitRecord(c, side.stats.get(c.sha)) for c in side.series.commits)))
         ctx.workspace = Workspace(
-            upstream_repo=spec.upstream.repo, patches_repo=spec.patches.repo,
+            upstream_repo=upstream_git.repo, patches_repo=git.repo,
             upstream_commit=base, upstream_tree=side.upstream_tree, head_commit=head,
             head_tree=side.head_tree, expected_tree=rp.tree, commits=side.series.commits,
             bundle_root=bundle.root, bundle_tree=bundle.tree, manifest=bundle.manifest,
             proof_ok=ok, files=files)
         return StageResult(self.name, StageStatus.OK if ok else StageStatus.FAILED, data,
                            findings=findings, reasons=tuple(reasons))
+
+
+def ignored_findings(upstream_git: ProofGit, git: ProofGit, policy: Policy) -> list[Finding]:
+    """What a given repository holds that would change the history git shows (replace refs,
+    grafts, a shallow file): never used by the proof (:mod:`auditor.gitseal`), and reported, since
+    a repository handed over for an audit has no reason to carry them. One finding per kind and
+    content (one repository named twice in the spec gives one)."""
+    out: dict[tuple[str, str], Finding] = {}
+    for where, ign in ignored_state(upstream_git, git):
+        refs = ign.replace_refs
+        items = [("replace-refs", Severity.HIGH, "|".join(refs), "replace refs "
+                  + ", ".join(refs[:5]) + (f" and {len(refs) - 5} more" if len(refs) > 5 else "")),
+                 ("grafts", Severity.HIGH, ign.grafts or "", "info/grafts"),
+                 ("shallow", Severity.MEDIUM, ign.shallow or "", "a shallow file")]
+        for kind, severity, evidence, what in items:
+            if not evidence or (kind, evidence) in out:
+                continue
+            rule = f"provenance.{kind}"
+            out[kind, evidence] = Finding(
+                rule=rule, category=Category.PROVENANCE, severity=severity,
+                action=policy.action_for(Category.PROVENANCE, "", rule), path="", line=0,
+                commit=None, scanner="verify", fingerprint=fingerprint_of(rule, "", evidence),
+                message=f"{where} carries {what}, which rewrite the history git shows: ignored "
+                        "(the proof and every scan read the commits as their objects are)")
+    return list(out.values())
 
 
 @dataclass(frozen=True)
@@ -288,13 +315,14 @@ def _read_bundle(ctx: Context, git: ProofGit) -> tuple[_Bundle, BundleFiles]:
 _NOT_UNPACKED = "bundle-unpacked-on-demand"
 
 
-def cached_workspace(ctx: Context, hit: CachedProof, git: ProofGit) -> Workspace:
+def cached_workspace(ctx: Context, hit: CachedProof, upstream_git: ProofGit,
+                     git: ProofGit) -> Workspace:
     """The workspace of a cached proof: files are read from git by their proven blobs, and the
     bundle is unpacked (and checked to have the proven tree) only when a stage needs a folder."""
     spec, w = ctx.spec, hit.workspace
     lazy = LazyUnpack(spec.bundle, ctx.workdir, w["bundle_tree"], jobs=ctx.options.jobs * 2)
     return Workspace(
-        upstream_repo=spec.upstream.repo, patches_repo=spec.patches.repo,
+        upstream_repo=upstream_git.repo, patches_repo=git.repo,
         upstream_commit=w["upstream_commit"], upstream_tree=w["upstream_tree"],
         head_commit=w["head_commit"], head_tree=w["head_tree"],
         expected_tree=w["expected_tree"], commits=hit.commits,
