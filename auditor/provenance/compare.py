@@ -14,7 +14,7 @@ from __future__ import annotations
 import difflib
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -117,24 +117,40 @@ def _prefixes(path: str) -> list[str]:
 _ARCHIVE_ATTRS = ("export-ignore", "export-subst", "filter", "ident", "eol",
                   "working-tree-encoding")
 _PLACEHOLDER = re.compile(rb"\$Format:([^$]*)\$")
-_MULTILINE_FORMATS = re.compile(rb"%[BbNn]|%w\(|%\(trailers|%G")
+# placeholders whose expansion needs a program (signatures: gpg) or state beyond the commit and
+# the refs: never computed, so a file that uses them stays unexplained
+_UNCOMPUTED = re.compile(rb"%G|%\(describe")
+_SEP = b"\0\1\2\0"  # between the expansions of one git call (commit text holds no NUL)
 
 
-def subst_expansions(tree_data: bytes, bundle_data: bytes) -> tuple[str, ...] | None:
-    """The expansions if ``bundle_data`` is ``tree_data`` with its placeholders expanded."""
+def subst_expected(git: ProofGit, commit: str, tree_data: bytes) -> tuple[bytes, tuple[str, ...]] | None:
+    """What ``git archive`` of ``commit`` writes for a file with ``export-subst`` whose content in
+    the tree is ``tree_data``: every ``$Format:…$`` placeholder replaced by git's own expansion of
+    it for that commit (computed with ``git log``'s format, in the sealed repository), and the
+    expansions; None when there is no placeholder or one git would need a program for."""
     pieces = _PLACEHOLDER.split(tree_data)
     if len(pieces) == 1:
         return None
-    pattern = b""
-    for i, piece in enumerate(pieces):
-        if i % 2 == 0:
-            pattern += re.escape(piece)
-        else:
-            pattern += b"([\\s\\S]*?)" if _MULTILINE_FORMATS.search(piece) else b"([^\\n]*?)"
-    m = re.fullmatch(pattern, bundle_data)
-    if m is None:
+    formats = pieces[1::2]
+    if any(_UNCOMPUTED.search(f) or b"\0" in f for f in formats):
         return None
-    return tuple(g.decode("utf-8", "replace") for g in m.groups())
+    fmt = b"%x00%x01%x02%x00".join(formats)
+    try:
+        text = fmt.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    res = git.run("log", "-1", "--no-show-signature", "--no-color", "--no-notes",
+                  f"--format=format:{text}", commit, "--", check=False, text=False)
+    if res.returncode != 0:
+        return None
+    out = res.stdout
+    assert isinstance(out, bytes)
+    values = out.split(_SEP)
+    if len(values) != len(formats):
+        return None
+    expected = b"".join(piece if i % 2 == 0 else values[i // 2]
+                        for i, piece in enumerate(pieces))
+    return expected, tuple(v.decode("utf-8", "replace") for v in values)
 
 
 def _text(data: bytes) -> list[str] | None:
@@ -164,9 +180,10 @@ def _read_bundle(files: BundleFiles, f: BundleFile) -> bytes:
 
 
 def compare(git: ProofGit, tree: str, manifest: Mapping[str, BundleFile], files: BundleFiles,
-            scratch: Path) -> list[Difference]:
+            scratch: Path, commits: Sequence[str] = ()) -> list[Difference]:
     """Every difference between ``tree`` and the bundle, sorted by path, explained where git
-    archive accounts for it."""
+    archive accounts for it; ``commits`` are those the bundle may be ``git archive`` of (their
+    ``export-subst`` expansions are the only ones accepted)."""
     entries = tree_entries(git, tree)
     raw: list[Difference] = []
     for path, e in entries.items():
@@ -195,7 +212,7 @@ def compare(git: ProofGit, tree: str, manifest: Mapping[str, BundleFile], files:
     out = []
     diffs = 0
     for d in sorted(raw, key=lambda d: os.fsencode(d.path)):
-        d = _explain(git, d, attrs, manifest, files)
+        d = _explain(git, d, attrs, manifest, files, commits)
         if (d.change is Change.MODIFIED and d.explained is None and diffs < DIFFS_MAX
                 and d.tree_blob and d.path in manifest and d.tree_mode != MODE_GITLINK):
             diff = unified_diff(d.path, git.cat_blob(d.tree_blob),
@@ -214,7 +231,8 @@ def _with(d: Difference, **kw: Any) -> Difference:
 
 
 def _explain(git: ProofGit, d: Difference, attrs: Mapping[str, Mapping[str, str]],
-             manifest: Mapping[str, BundleFile], files: BundleFiles) -> Difference:
+             manifest: Mapping[str, BundleFile], files: BundleFiles,
+             commits: Sequence[str]) -> Difference:
     if d.change is Change.ADDED:
         return d
     if d.change is Change.REMOVED:
@@ -229,14 +247,18 @@ def _explain(git: ProofGit, d: Difference, attrs: Mapping[str, Mapping[str, str]
     own = attrs.get(d.path, {})
     if (d.change is Change.MODIFIED and own.get("export-subst") == "set" and d.tree_blob
             and d.tree_mode == d.bundle_mode):
-        expanded = subst_expansions(git.cat_blob(d.tree_blob),
-                                    _read_bundle(files, manifest[d.path]))
-        if expanded is not None:
-            return _with(d, explained=Explanation.EXPORT_SUBST, expansions=expanded,
-                         note="export-subst in .gitattributes: git archive expanded its "
-                              "$Format:…$ placeholders; the rest is identical")
-        return _with(d, note="export-subst is set, but the file differs beyond its "
-                             "$Format:…$ placeholders")
+        tree_data = git.cat_blob(d.tree_blob)
+        bundle_data = _read_bundle(files, manifest[d.path])
+        for commit in dict.fromkeys(commits):
+            expected = subst_expected(git, commit, tree_data)
+            if expected is not None and expected[0] == bundle_data:
+                return _with(d, explained=Explanation.EXPORT_SUBST, expansions=expected[1],
+                             note=f"export-subst in .gitattributes: the file is what git archive "
+                                  f"of {commit[:12]} writes ($Format:…$ placeholders expanded)")
+        return _with(d, note="export-subst is set, but the file is not what git archive of "
+                             f"{' or '.join(c[:12] for c in commits) or 'a commit'} writes: "
+                             "its $Format:…$ placeholders hold other text, or it differs beyond "
+                             "them")
     causes = [f"{k}={v}" for k, v in own.items()
               if k in ("filter", "ident", "eol", "working-tree-encoding") and v != "unset"]
     if causes and d.change is Change.MODIFIED:

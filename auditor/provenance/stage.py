@@ -17,6 +17,7 @@ from typing import Any
 from auditor.errors import InputError
 from auditor.gitio import TreeEntry
 from auditor.model import (
+    Action,
     BundleFile,
     Category,
     Finding,
@@ -119,7 +120,11 @@ class VerifyStage(Stage):
         if base is None or head is None or side is None:
             return StageResult(self.name, StageStatus.FAILED, data, reasons=refs.reasons)
         reasons = [*refs.reasons, *_series_reasons(ctx, side, policy)]
-        differences = compare(git, side.against, bundle.manifest, files, ctx.workdir / "verify")
+        # the commits the bundle may be `git archive` of: the one it records, the head
+        archived = [c for c in (bundle.info.archive_commit, head)
+                    if c and git.rev_parse(c) == c and git.tree_of(c) == side.against]
+        differences = compare(git, side.against, bundle.manifest, files, ctx.workdir / "verify",
+                              commits=archived)
         unexplained = [d for d in differences if d.explained is None]
         if unexplained:
             what = ("the replayed series" if side.replay.tree
@@ -171,12 +176,15 @@ def ignored_findings(upstream_git: ProofGit, git: ProofGit, policy: Policy) -> l
             if not evidence or (kind, evidence) in out:
                 continue
             rule = f"provenance.{kind}"
+            # a shallow file only cuts history short: ignored, a missing object stops the proof
+            action = (Action.INFO if kind == "shallow"
+                      else policy.action_for(Category.PROVENANCE, "", rule))
             out[kind, evidence] = Finding(
                 rule=rule, category=Category.PROVENANCE, severity=severity,
-                action=policy.action_for(Category.PROVENANCE, "", rule), path="", line=0,
+                action=action, path="", line=0,
                 commit=None, scanner="verify", fingerprint=fingerprint_of(rule, "", evidence),
-                message=f"{where} carries {what}, which rewrite the history git shows: ignored "
-                        "(the proof and every scan read the commits as their objects are)")
+                message=f"{where} carries {what} (a rewrite of the history git shows): ignored; "
+                        "the proof and every scan read the commits as their objects are")
     return list(out.values())
 
 

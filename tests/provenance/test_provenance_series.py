@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import io
+import subprocess
+import tarfile
+
 from support import GitRepo, export_tree
 
 from auditor.provenance.bundlefiles import DirFiles
-from auditor.provenance.compare import compare, subst_expansions, unified_diff
+from auditor.provenance.compare import compare, subst_expected, unified_diff
 from auditor.provenance.gitview import open_repos
 from auditor.provenance.replay import apply_each, replay
 from auditor.provenance.series import check_series
@@ -94,12 +98,27 @@ def test_compare_against_a_hashed_folder(tmp_path):
     assert "-a = 3" in diffs[0].diff and "+a = 4" in diffs[0].diff
 
 
-def test_subst_expansions_only_explain_placeholders():
-    tree = b"V = '$Format:%H$'\nD = '$Format:%cd$'\n"
-    assert subst_expansions(tree, b"V = 'abc'\nD = 'Mon'\n") == ("abc", "Mon")
-    assert subst_expansions(tree, b"V = 'abc'\nimport os\nD = 'Mon'\n") is None
-    assert subst_expansions(tree, b"V = 'abc'\nD = 'Mon'\nimport os\n") is None
-    assert subst_expansions(b"no placeholders\n", b"no placeholders\n") is None
+def test_subst_expected_is_git_archives_own_expansion(tmp_path):
+    repo, git, base, (c1, c2, c3) = _repo(tmp_path)
+    formats = ["%H", "%h", "%T", "%an <%ae>", "%ad", "%cd", "%ci", "%s", "%d", "%D", "%B", "%ct",
+               "%P", "%n", "%x41", "%(trailers)", "%ar"]
+    text = "".join(f"k{i} = $Format:{f}$\n" for i, f in enumerate(formats))
+    repo.write(".gitattributes", "v.txt export-subst\n")
+    repo.write("v.txt", text)
+    c4 = repo.commit("subject\n\nbody\n\nSigned-off-by: A <a@b.example>")
+    archived = subprocess.run(["git", "-C", str(repo.path), "archive", c4, "v.txt"],
+                              capture_output=True, check=True).stdout
+    with tarfile.open(fileobj=io.BytesIO(archived)) as tar:
+        member = tar.extractfile("v.txt")
+        assert member is not None
+        real = member.read()
+    _, git = open_repos(repo.path, repo.path)  # a sealed view holds the refs it was made with
+    expected = subst_expected(git, c4, text.encode())
+    assert expected is not None and expected[0] == real
+    assert expected[1][0] == c4
+    # placeholders that would need a program (signatures) are never computed
+    assert subst_expected(git, c4, b"$Format:%G?$\n") is None
+    assert subst_expected(git, c4, b"no placeholders\n") is None
 
 
 def test_unified_diff_is_short_text_only_and_redacted():

@@ -249,6 +249,42 @@ def test_export_subst_file_tampered_beyond_placeholders_is_not_explained(tmp_pat
     assert by_path(data)["v.py"]["explained"] is None
 
 
+@pytest.mark.parametrize("placeholder_text", [
+    "x'; __import__('os').system('id'); '",  # one line of code where the commit id stands
+    "0" * 40,  # the shape of a commit id, not this commit's
+])
+def test_export_subst_accepts_only_what_git_archive_writes_for_the_commit(tmp_path,
+                                                                          placeholder_text):
+    case = simple_case(tmp_path)
+    repo: GitRepo = case["repo"]
+    c3 = repo.commit("subst", files={
+        ".gitattributes": "engine/version.py export-subst\n",
+        "engine/version.py": "COMMIT = '$Format:%H$'\nDATE = '$Format:%cd$'\n"
+                             "WHO = '$Format:%an <%ae>$'\nREFS = '$Format:%d$'\n"
+                             'BODY = """$Format:%B$"""\n'})
+    spec = case["spec"]
+    spec["patches"]["commits"] = [*case["commits"], c3]
+    # the real git archive of the head: explained, every expansion git's own
+    archive = repo.archive(tmp_path / "real.tar", "series", prefix="e/")
+    spec["bundle"] = {"path": str(archive), "strip_components": 1}
+    code, data, _ = verify(tmp_path, spec)
+    assert data["ok"] is True, data["reasons"]  # (exit 1: the .gitattributes is to review)
+    assert by_path(data)["engine/version.py"]["explained"] == "export-subst"
+    assert by_path(data)["engine/version.py"]["expansions"][0] == c3
+    # the same file with other text where git would write the commit id: not explained
+    bundle = export_tree(repo, "series", tmp_path / "forged")
+    with tarfile.open(archive) as tar:
+        member = tar.extractfile("e/engine/version.py")
+        assert member is not None
+        expanded = member.read().decode()
+    (bundle / "engine" / "version.py").write_text(expanded.replace(c3, placeholder_text))
+    spec["bundle"] = {"path": str(bundle)}
+    code, data, _ = verify(tmp_path, spec)
+    assert code == 1 and data["ok"] is False
+    d = by_path(data)["engine/version.py"]
+    assert d["explained"] is None and "not what git archive" in d["note"]
+
+
 def test_wrong_strip_components_is_a_clear_error(tmp_path):
     case = simple_case(tmp_path)
     archive = case["repo"].archive(tmp_path / "b.tar", "series", prefix="bundle/")
