@@ -63,6 +63,9 @@ class SandboxRecipe:
     kind: SandboxKind
     readable: tuple[Path, ...]  # extra host folders visible read-only (toolchains outside /usr)
     timeout: int  # seconds per command
+    #: a sandbox that shows the host's files to the build (unshare) is accepted; without it such a
+    #: build is not run (a source could copy a file of this machine into the module)
+    accept_host_files: bool = False
 
 
 @dataclass(frozen=True)
@@ -224,7 +227,8 @@ def _sandbox(top: _Table, root: Path) -> SandboxRecipe:
     kind = sb.text("kind", "auto", check=lambda s: s in {k.value for k in SandboxKind},
                   what='"auto", "bwrap" or "unshare"')
     sandbox = SandboxRecipe(kind=SandboxKind(kind), readable=_host_paths(sb, "readable", root),
-                            timeout=sb.integer("timeout", 3600, minimum=1))
+                            timeout=sb.integer("timeout", 3600, minimum=1),
+                            accept_host_files=sb.flag("accept_host_files", False))
     sb.finish()
     return sandbox
 

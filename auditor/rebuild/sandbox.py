@@ -4,12 +4,16 @@
 it only when the loopback device is the only network interface there. When none works the build
 raises :class:`~auditor.errors.ToolMissing` (the stage is INCOMPLETE and says why).
 
-- ``bwrap``: new network, PID, IPC and UTS namespaces; the host's ``/usr`` (plus ``/etc`` pieces
-  the loader and compilers need) read-only, a private ``/tmp``, the build folder read-write, the
-  recipe's extra read-only folders, a cleared environment. The author's repository, the home folder
-  and every other host path are invisible.
+- ``bwrap``: new network, PID, IPC and UTS namespaces; the host's ``/usr`` (plus the ``/etc``
+  pieces the loader and compilers need; ``/etc/passwd`` and ``/etc/group`` are one-line files of
+  the sandbox's own) read-only, a private ``/tmp``, the build folder read-write, the recipe's extra
+  read-only folders, a cleared environment. The author's repository, the home folder and every
+  other host path are invisible, so a source that names one (``.incbin "/root/.ssh/id_rsa"``)
+  does not build.
 - ``unshare``: new network, PID, IPC and UTS namespaces only (``--map-root-user`` when not root).
-  The file system is the host's: weaker than bwrap, and reported as such in the stage details.
+  The file system is the host's: a source can copy any file of this machine into the module. The
+  build stage runs it only when the recipe says ``[sandbox] accept_host_files = true``; otherwise
+  the build is not checked (INCOMPLETE) and says why.
 - :class:`Unsandboxed` runs commands directly. It exists for *trusted* sources (the demo compiles
   its own upstream kernel into its "official wheel" with it); the build stage never uses it.
 """
@@ -59,7 +63,10 @@ class BwrapSandbox(Sandbox):
     kind = "bwrap"
     isolates_files = True
     _ETC = ("/etc/alternatives", "/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d",
-            "/etc/passwd", "/etc/group", "/etc/nsswitch.conf")
+            "/etc/nsswitch.conf")
+    # the sandbox's own user database: the build runs as one user, whose name tools may ask for
+    _PASSWD = "build:x:{uid}:{gid}:build:/tmp:/bin/sh\n"
+    _GROUP = "build:x:{gid}:\n"
 
     def __init__(self, program: str = "bwrap") -> None:
         self.program = program
@@ -78,6 +85,10 @@ class BwrapSandbox(Sandbox):
         for e in self._ETC:
             out += ["--ro-bind-try", e, e]
         out += ["--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+        ids = {"uid": os.getuid(), "gid": os.getgid()}
+        users = _own_file(cwd, "passwd", self._PASSWD.format(**ids))
+        groups = _own_file(cwd, "group", self._GROUP.format(**ids))
+        out += ["--ro-bind", str(users), "/etc/passwd", "--ro-bind", str(groups), "/etc/group"]
         for r in readable:
             out += ["--ro-bind", str(r), str(r)]
         for w in writable:
@@ -86,6 +97,28 @@ class BwrapSandbox(Sandbox):
         for k, v in env.items():
             out += ["--setenv", k, v]
         return [*out, "--", *argv], {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
+
+
+def _own_file(cwd: Path, name: str, text: str) -> Path:
+    """A small file of the sandbox's own, written once in a private folder (not the build's)."""
+    folder = Path(_private_etc())
+    path = folder / name
+    if not path.is_file() or path.read_text() != text:
+        tmp = folder / f".{name}.{os.getpid()}"
+        tmp.write_text(text)
+        tmp.replace(path)
+    return path
+
+
+@functools.cache
+def _private_etc() -> str:
+    import atexit
+    import shutil
+    import tempfile
+
+    folder = tempfile.mkdtemp(prefix="auditor-sandbox-etc-")
+    atexit.register(shutil.rmtree, folder, True)
+    return folder
 
 
 class UnshareSandbox(Sandbox):

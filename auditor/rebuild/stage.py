@@ -182,6 +182,15 @@ class _BuildRun:
             self.not_checked.append(f"no module was built: {exc.message}"
                                     + (f" ({exc.hint})" if exc.hint else ""))
             return self.stop(plan, official)
+        if (tools is not None and not tools[1].isolates_files
+                and not self.recipe.sandbox.accept_host_files):
+            self.not_checked.append(
+                f"no module was built: the {tools[1].kind} sandbox shows this machine's files to "
+                "the build, so an audited source could copy any of them into the module "
+                "(.incbin, #embed, #include of an absolute path); install bubblewrap "
+                "(apt-get install bubblewrap), or accept it with [sandbox] accept_host_files = "
+                "true in the recipe")
+            return self.stop(plan, official)
         for d in plan.decisions:
             if d.module.wheel_path not in official.members:
                 self.reasons.append(f"module {d.module.name}: the official wheel has no "

@@ -117,7 +117,9 @@ endif()
     branch = make_series(upstream, "cmake-net", [
         {"cmk/CMakeLists.txt": CM_LISTS.replace("include(FetchContent)", fetch
                                                 + "include(FetchContent)")}])
-    recipe = recipe_text(upstream, extra=f'[sandbox]\nkind = "{kind}"\n')
+    # (unshare shows the host's files: accepted here, this test is about the network)
+    accept = "accept_host_files = true\n" if kind == "unshare" else ""
+    recipe = recipe_text(upstream, extra=f'[sandbox]\nkind = "{kind}"\n{accept}')
     result = run_build(make_case(upstream, tmp_path / "case", branch, recipe=recipe))
     assert result.status is StageStatus.FAILED
     assert result.to_json()["sandbox"]["kind"] == kind
