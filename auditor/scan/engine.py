@@ -30,7 +30,6 @@ from auditor.model import (
     Severity,
     StageResult,
     Workspace,
-    fingerprint_of,
     status_for,
 )
 from auditor.policy import Policy, Waiver, apply_waivers
@@ -42,6 +41,7 @@ from auditor.scan import pool
 from auditor.scan.cache import CacheEntry, ResultCache, cache_key
 from auditor.scan.coverage import assess
 from auditor.scan.files import ReadResult, classify, split_lines
+from auditor.scan.fingerprint import scan_fingerprint
 from auditor.scan.interface import (
     FileError,
     Origin,
@@ -314,7 +314,7 @@ def _upstream_prints(baseline: Sequence[ScanTarget],
     prints: dict[str, set[str]] = {}
     for t in baseline:
         lines = t.lines
-        prints[t.path] = {fingerprint_of(f.rule, t.path, _code(lines, f))
+        prints[t.path] = {_fingerprint(f.rule, t, lines, f, from_series=False)
                           for _s, f in raw.get(t.key, [])}
     return prints
 
@@ -354,18 +354,22 @@ def _findings_of(t: ScanTarget, raw: Sequence[tuple[Scanner, RawFinding]],
     lines = t.lines
     for scanner, f in raw:
         code = _code(lines, f)
-        fp = fingerprint_of(f.rule, t.path, code)
         rule, message = f.rule, f.message
         if SourceJudge.applies(rule):  # new, known or variable package source
             verdict = ctx.judge().judge(code, t.text)
             rule, message = f"{rule}.{verdict.suffix}", verdict.message
-        att = attribute(ctx.origins.get(t.path), f.line, f.end_line)
+        origins = ctx.origins.get(t.path)
+        att = attribute(origins, f.line, f.end_line)
+        fp = _fingerprint(f.rule, t, lines, f, from_series=att.touches_series)
         inherited = False
         if ctx.scope is Scope.DIFF:
             if not att.touches_series:
                 continue
         else:
-            inherited = t.path not in ctx.changed or fp in ctx.upstream_prints.get(t.path, set())
+            # upstream's: an unchanged file, or lines no series commit touched (by blame; without
+            # blame, only a finding upstream's own copy has in the same context)
+            inherited = t.path not in ctx.changed or (not att.touches_series and (
+                origins is not None or fp in ctx.upstream_prints.get(t.path, set())))
         if att.unexplained and not inherited:
             message += " (on a line that no listed commit explains)"
         findings.append(Finding(
@@ -373,7 +377,8 @@ def _findings_of(t: ScanTarget, raw: Sequence[tuple[Scanner, RawFinding]],
             path=t.path, line=f.line, end_line=f.end_line,
             commit=None if inherited else att.commit, message=message,
             scanner=scanner.name,
-            fingerprint=fp if rule == f.rule else fingerprint_of(rule, t.path, code),
+            fingerprint=fp if rule == f.rule else _fingerprint(rule, t, lines, f,
+                                                               from_series=att.touches_series),
             inherited=inherited,
             snippet=_snippet(code), help=f.help,
         ))
@@ -471,6 +476,12 @@ def _to_source(t: ScanTarget, f: RawFinding) -> RawFinding:
         return f
     line = t.source_line(f.line)
     return replace(f, line=line, end_line=max(line, t.source_line(f.end_line)))
+
+
+def _fingerprint(rule: str, t: ScanTarget, lines: Sequence[str], f: RawFinding, *,
+                 from_series: bool) -> str:
+    return scan_fingerprint(rule, t.path, _code(lines, f), lines, f.line, f.end_line,
+                            python=t.family == "python", from_series=from_series)
 
 
 def _code(lines: Sequence[str], f: RawFinding) -> str:
