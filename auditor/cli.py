@@ -110,6 +110,31 @@ def verify(spec: SpecArg, as_json: JsonOpt = False) -> None:
 
 
 @app.command()
+def series(
+    spec: SpecArg,
+    rng: Annotated[str, typer.Option("--range", help="the commits A..B (revisions of the "
+                                     "patches repository)")],
+    model: Annotated[str, typer.Option(help="merge: every commit, merges included, parents "
+                                       "first; rebase: the non-merge commits")] = "rebase",
+    output: Annotated[Path | None, typer.Option("-o", "--output", help="the commits file "
+                                                "(default: standard output)")] = None,
+) -> None:
+    """Write the commits file ([patches] commits_file) for a range."""
+    from auditor.outputs import write_output_text
+    from auditor.provenance.seriesfile import series_text
+
+    _check_output(output)
+    try:
+        text = series_text(_load(spec), rng, model)
+        if output is None:
+            sys.stdout.write(text)
+        else:
+            write_output_text(output, text)
+    except AuditError as exc:
+        _fail(exc)
+
+
+@app.command()
 def scan(
     spec: SpecArg,
     scope: Annotated[Scope | None, typer.Option(help="diff: what the series changed; "

@@ -78,6 +78,11 @@ class PatchesSpec:
     commits: tuple[str, ...]
     commits_source: str  # "commits" or the commits_file path, for messages
     allow_merges: bool
+    #: "rebase": the commits replayed onto upstream give the bundle; "merge": a fork branch that
+    #: merges upstream, proven by ancestry and the head's tree (nothing replayed)
+    model: str = "rebase"
+    #: ``commits = "range"``: the series is whatever ``upstream..ref`` holds (recorded in audit.json)
+    commits_range: bool = False
 
 
 @dataclass(frozen=True)
@@ -468,13 +473,22 @@ def _engine(t: _Table, file: Path) -> EngineSpec:
 def _patches(t: _Table, root: Path, upstream_repo: Path | None) -> PatchesSpec:
     patches_repo = t.path("repo", root, default=upstream_repo)
     ref = t.text("ref", required=True)
+    model = t.text("model", "rebase", check=lambda s: s in ("rebase", "merge"),
+                   what='"rebase" or "merge"')
     commits_file = t.path("commits_file", root)
-    commits_list = t.strlist("commits") if "commits" in t.data else None
-    if commits_file is not None and commits_list is not None:
+    commits_range = t.data.get("commits") == "range"
+    if commits_range:
+        t.seen.add("commits")
+    commits_list = (t.strlist("commits") if "commits" in t.data and not commits_range
+                    else None)
+    if commits_file is not None and (commits_list is not None or commits_range):
         raise t.err("commits", "give either commits or commits_file, not both")
-    if commits_file is None and commits_list is None:
-        raise t.err("commits_file", "missing; give commits_file or commits")
-    if commits_file is not None:
+    if commits_file is None and commits_list is None and not commits_range:
+        raise t.err("commits_file", 'missing; give commits_file, commits or commits = "range"')
+    if commits_range:
+        commits: tuple[str, ...] = ()
+        source = 'patches.commits = "range"'
+    elif commits_file is not None:
         commits = _read_series_file(commits_file, t)
         source = str(commits_file)
     else:
@@ -484,7 +498,8 @@ def _patches(t: _Table, root: Path, upstream_repo: Path | None) -> PatchesSpec:
         if not re.fullmatch(r"[0-9a-fA-F]{4,40}", c):
             t.problem(t.err(f"commits[{i}]", f"expected a commit sha, got {c!r}"))
     return PatchesSpec(repo=patches_repo, ref=ref, commits=commits, commits_source=source,
-                       allow_merges=t.flag("allow_merges", False))
+                       allow_merges=t.flag("allow_merges", False), model=model,
+                       commits_range=commits_range)
 
 
 def _deps(t: _Table, root: Path) -> DepsSpec:

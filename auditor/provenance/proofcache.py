@@ -88,7 +88,7 @@ def _spec_parts(spec: Spec, policy_path: Path) -> dict[str, Any]:
     return {
         "upstream": [str(spec.upstream.repo), spec.upstream.ref, spec.upstream.commit],
         "patches": [str(spec.patches.repo), spec.patches.ref, list(spec.patches.commits),
-                    spec.patches.allow_merges],
+                    spec.patches.allow_merges, spec.patches.model, spec.patches.commits_range],
         "bundle": [str(b.path), b.strip_components, b.max_bytes, b.max_files, b.max_file_bytes],
         "policy": [str(policy_path), sha256_file(policy_path, follow_symlinks=False)],
     }

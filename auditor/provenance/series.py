@@ -77,13 +77,27 @@ class SeriesCheck:
             out.append("the listed order differs from the branch's order")
         if self.merges and not allow_merges:
             out.append(f"{len(self.merges)} merge commit(s) in the series "
-                       f"({', '.join(s[:12] for s in self.merges)}); merges are not allowed")
+                       f"({', '.join(s[:12] for s in self.merges)}); merges are not allowed in "
+                       'a rebased series: if the branch merges upstream, set [patches] model = '
+                       '"merge" (the proof is then ancestry and the head\'s tree, nothing '
+                       "replayed)")
         return out
 
 
-def check_series(git: Git, upstream: str, head: str, listed: Sequence[str]) -> SeriesCheck:
-    """Compare the listed commits with ``upstream..head`` in ``git``'s repository."""
-    actual = tuple(git.out("rev-list", "--reverse", f"{upstream}..{head}", "--").split())
+def branch_commits(git: Git, upstream: str, head: str, *, topo: bool = False) -> tuple[str, ...]:
+    """``upstream..head``, oldest first (``topo``: parents before children, each side branch of
+    a merge together, the order ``auditor series --model merge`` writes)."""
+    order = ("--topo-order",) if topo else ()
+    return tuple(git.out("rev-list", "--reverse", *order, f"{upstream}..{head}", "--").split())
+
+
+def check_series(git: Git, upstream: str, head: str, listed: Sequence[str] | None, *,
+                 topo: bool = False) -> SeriesCheck:
+    """Compare the listed commits with ``upstream..head`` in ``git``'s repository; ``listed``
+    None takes the branch's own commits as the list (``commits = "range"``)."""
+    actual = branch_commits(git, upstream, head, topo=topo)
+    if listed is None:
+        listed = actual
     on_branch = set(actual)
     resolved: list[str] = []
     missing: list[MissingCommit] = []

@@ -127,7 +127,8 @@ class VerifyStage(Stage):
                               commits=archived)
         unexplained = [d for d in differences if d.explained is None]
         if unexplained:
-            what = ("the replayed series" if side.replay.tree
+            what = (f"the head of {spec.patches.ref}" if spec.patches.model == "merge"
+                    else "the replayed series" if side.replay.tree
                     else f"{spec.patches.ref} (series did not apply)")
             reasons.append(f"bundle tree {bundle.tree[:12]} differs from {what} "
                            f"({len(unexplained)} path{'s' if len(unexplained) != 1 else ''})")
@@ -141,10 +142,11 @@ class VerifyStage(Stage):
         ok = not reasons
         rp = side.replay
         data = replace(data, ok=ok, expected_tree=rp.tree, proof=ProofCheck(
-            series=_series_record(side.series),
+            series=_series_record(side.series, spec),
             replay=ReplayRecord(applied=len(rp.applied), failed_commit=rp.failed_commit,
                                 error=rp.error or None),
-            compared_with="replayed series" if rp.tree else "head",
+            compared_with=("replayed series" if rp.tree and spec.patches.model != "merge"
+                           else "head"),
             bundle_matches_head=bundle.tree == side.head_tree,
             differences=tuple(d.to_json() for d in differences[:DIFFERENCES_MAX]),
             differences_total=len(differences),
@@ -226,9 +228,12 @@ def _resolve_refs(spec: Spec, upstream_git: ProofGit, git: ProofGit) -> _Refs:
 def _series_reasons(ctx: Context, side: _GitSide, policy: Policy) -> list[str]:
     """How the listed series differs from the branch, and whether it replays to the head."""
     spec = ctx.spec
-    allow_merges = spec.patches.allow_merges or policy.allow_merges
+    merge_model = spec.patches.model == "merge"
+    allow_merges = spec.patches.allow_merges or policy.allow_merges or merge_model
     series, rp = side.series, side.replay
     reasons = series.reasons(allow_merges)
+    if merge_model:  # nothing replayed: the proof is ancestry, the list and the head's tree
+        return reasons
     if rp.tree is None:
         failed = next(c for c in series.commits if c.sha == rp.failed_commit)
         reasons.append(f"the series does not apply: commit {failed.sha[:12]} "
@@ -240,9 +245,10 @@ def _series_reasons(ctx: Context, side: _GitSide, policy: Policy) -> list[str]:
     return reasons
 
 
-def _series_record(series: SeriesCheck) -> SeriesRecord:
+def _series_record(series: SeriesCheck, spec: Spec) -> SeriesRecord:
     """The series check as the stage reports it (long lists capped; totals given)."""
     return SeriesRecord(
+        model=spec.patches.model, derived=spec.patches.commits_range,
         listed=series.listed, unlisted=series.unlisted[:LIST_MAX],
         unlisted_total=len(series.unlisted), missing=tuple(m.listed for m in series.missing),
         missing_why={m.listed: m.why for m in series.missing}, duplicates=series.duplicates,
@@ -269,7 +275,10 @@ def _git_side(ctx: Context, git: ProofGit, base: str, head: str,
     upstream_tree, head_tree = git.tree_of(base), git.tree_of(head)
     # plain progress lines: the main thread may be showing a spinner, and rich allows one at a time
     ctx.progress("checking the series")
-    series = check_series(git, base, head, listed)
+    spec = ctx.spec
+    merge_model = spec.patches.model == "merge"
+    series = check_series(git, base, head, None if spec.patches.commits_range else listed,
+                          topo=merge_model)
     absent = [m.listed for m in series.missing if m.sha is None]
     if absent:  # bad input (exit 2), not a failed proof: the spec names commits nobody has
         raise InputError(
@@ -277,8 +286,11 @@ def _git_side(ctx: Context, git: ProofGit, base: str, head: str,
             f"the patches repository {ctx.spec.patches.repo}: {', '.join(absent[:5])}"
             + (f" and {len(absent) - 5} more" if len(absent) > 5 else ""),
             hint="fetch the series into the patches repository, or fix the list")
-    ctx.progress(f"replaying {len(series.commits)} commits onto {base[:12]}")
-    rp = replay(git, base, series.commits, ctx.workdir / "verify")
+    if merge_model:  # a fork branch that merges upstream: its head's tree is the claim
+        rp = Replay(tree=head_tree, applied=tuple(c.sha for c in series.commits))
+    else:
+        ctx.progress(f"replaying {len(series.commits)} commits onto {base[:12]}")
+        rp = replay(git, base, series.commits, ctx.workdir / "verify")
     against = rp.tree or head_tree
     return _GitSide(upstream_tree=upstream_tree, head_tree=head_tree, series=series, replay=rp,
                     against=against, upstream_entries=tree_entries(git, upstream_tree),

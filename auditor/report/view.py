@@ -297,6 +297,14 @@ def _summary(st: StageResult) -> str:
 def _verify_summary(d: VerifyData) -> str:
     n = len(d.listed)
     ref = d.upstream.ref or "?"
+    if d.proof is not None and d.proof.series.model == "merge":
+        merges = len(d.proof.series.merges)
+        contains = (f"upstream {ref} (commit {short(d.upstream.commit or '')}) and {n} listed "
+                    f"commit(s) ({merges} merge{'s' if merges != 1 else ''})")
+        if d.ok:
+            return (f"proof holds: bundle tree {short(d.bundle_tree)} = head "
+                    f"{short(d.head.commit or '')} of {d.head.ref}, which contains {contains}")
+        return (f"proof FAILED: bundle is not the head of {d.head.ref} containing {contains}")
     if d.ok:
         return f"proof holds: bundle tree {short(d.bundle_tree)} = upstream {ref} + {n} " \
                f"listed commit(s)"

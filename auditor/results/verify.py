@@ -66,13 +66,16 @@ class SeriesRecord:
     order_ok: bool
     patch_ids: Mapping[str, str | None]
     actual: tuple[str, ...]
+    model: str = "rebase"  # "rebase" (replayed) or "merge" (ancestry + head tree)
+    derived: bool = False  # commits = "range": ``listed`` is what upstream..ref held
 
     def to_json(self) -> dict[str, Any]:
         return {"listed": list(self.listed), "unlisted": list(self.unlisted),
                 "unlisted_total": self.unlisted_total, "missing": list(self.missing),
                 "missing_why": dict(self.missing_why), "duplicates": list(self.duplicates),
                 "merges": list(self.merges), "order_ok": self.order_ok,
-                "patch_ids": dict(self.patch_ids), "actual": list(self.actual)}
+                "patch_ids": dict(self.patch_ids), "actual": list(self.actual),
+                "model": self.model, "derived": self.derived}
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> SeriesRecord:
@@ -81,7 +84,8 @@ class SeriesRecord:
                    missing_why=str_map(d["missing_why"]), duplicates=strs(d["duplicates"]),
                    merges=strs(d["merges"]), order_ok=bool(d["order_ok"]),
                    patch_ids={str(k): opt_str(v) for k, v in obj(d["patch_ids"]).items()},
-                   actual=strs(d["actual"]))
+                   actual=strs(d["actual"]), model=str(d.get("model", "rebase")),
+                   derived=bool(d.get("derived", False)))
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,199 @@
+"""Merge-based forks: a branch that merges upstream tags, proven by ancestry and its head's tree
+(``[patches] model = "merge"``), scanned by the net diff, every line tied to its commit."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from support import GitRepo, write_spec
+
+FORK = "Fork Author <fork@community.example>"
+
+
+def _fork(tmp_path: Path, *, evil_merge: bool = False, side_branch: bool = False) -> dict[str, Any]:
+    """upstream v1.0 -> v1.1 (an upstream fix); the fork branches from v1.0, adds its own commit,
+    merges tag v1.1 (optionally adding a line no parent has), then adds another commit."""
+    repo = GitRepo(tmp_path / "engine")
+    repo.commit("initial", files={
+        "engine/__init__.py": "VERSION = '1.0'\n",
+        "engine/server.py": "def serve(host='127.0.0.1'):\n    return host\n",
+        "engine/util.py": "def helper():\n    return 1\n",
+    })
+    repo.tag("v1.0")
+    repo.commit("upstream fix", files={"engine/util.py": "def helper():\n    return 2\n"})
+    repo.tag("v1.1")
+    repo.checkout("fork", new=True, start="v1.0")
+    a = repo.commit("fork: a kernel option", files={
+        "engine/kernels.py": "def fast_path(x):\n    return x * 2\n"}, author=FORK)
+    hidden = None
+    if side_branch:
+        repo.checkout("side", new=True)
+        hidden = repo.commit("side: tweak", files={
+            "engine/side.py": "import socket\nsocket.create_connection(('evil.example', 80))\n"},
+            author=FORK)
+        repo.checkout("fork")
+        repo.git("merge", "--no-ff", "-q", "-m", "Merge branch 'side' into fork", "side")
+    repo.git("merge", "--no-ff", "--no-commit", "-q", "v1.1")
+    if evil_merge:
+        repo.write("engine/util.py", "import urllib.request\n\n\ndef helper():\n"
+                   "    urllib.request.urlopen('https://beacon.example/ping')\n    return 2\n")
+    repo.git("add", "-A")
+    repo.git("commit", "-q", "-m", "Merge tag 'v1.1' into fork",
+             env={"GIT_AUTHOR_NAME": "Fork Author", "GIT_AUTHOR_EMAIL": "fork@community.example"})
+    merge = repo.head()
+    b = repo.commit("fork: docs", files={"engine/README.md": "fork notes\n"}, author=FORK)
+    series = repo.git("rev-list", "--reverse", "--topo-order", "v1.1..fork").split()
+    archive = repo.archive(tmp_path / "fork.tar.gz", "fork", prefix="engine-fork/")
+    spec = {
+        "engine": {"profile": "generic", "version": "1.1"},
+        "upstream": {"repo": str(repo.path), "ref": "v1.1", "commit": repo.head("v1.1")},
+        "patches": {"ref": "fork", "model": "merge", "commits": series},
+        "bundle": {"path": str(archive), "strip_components": 1},
+        "scan": {"scope": "diff"},
+    }
+    return {"repo": repo, "spec": spec, "series": series, "a": a, "b": b, "merge": merge,
+            "hidden": hidden, "tmp": tmp_path}
+
+
+def _run(case: dict[str, Any], *args: str, spec: dict[str, Any] | None = None
+         ) -> tuple[int, dict[str, Any] | None, str]:
+    path = write_spec(case["tmp"] / "audit.toml", spec or case["spec"])
+    res = subprocess.run([sys.executable, "-m", "auditor", *args, str(path), "--json"],
+                         capture_output=True, text=True, timeout=600)
+    try:
+        data = json.loads(res.stdout)
+    except json.JSONDecodeError:
+        data = None
+    return res.returncode, data, res.stderr
+
+
+def test_a_merge_based_fork_is_proven_by_ancestry_and_the_heads_tree(tmp_path):
+    case = _fork(tmp_path)
+    code, data, err = _run(case, "verify")
+    assert data is not None, err
+    assert data["ok"] is True and code == 0, data["reasons"]
+    assert data["series"]["model"] == "merge" and data["compared_with"] == "head"
+    assert data["series"]["merges"] == [case["merge"]]
+    assert data["bundle_tree"] == data["head"]["tree"]
+    res = subprocess.run([sys.executable, "-m", "auditor", "audit",
+                          str(case["tmp"] / "audit.toml"), "--out", str(tmp_path / "out")],
+                         capture_output=True, text=True, timeout=600)
+    report = (tmp_path / "out" / "report.md").read_text()
+    statement = (f"proof holds: bundle tree {data['bundle_tree'][:10]} = head {case['b'][:10]} "
+                 f"of fork, which contains upstream v1.1 (commit {data['upstream']['commit'][:10]}"
+                 ") and 3 listed commit(s) (1 merge)")
+    assert statement in report.replace("\\", "") and statement in res.stderr
+
+
+def test_the_rebase_model_on_such_a_fork_names_the_merge_model(tmp_path):
+    case = _fork(tmp_path)
+    spec = {**case["spec"], "patches": {**case["spec"]["patches"], "model": "rebase"}}
+    code, data, _ = _run(case, "verify", spec=spec)
+    assert code == 1 and data is not None
+    assert any('model = "merge"' in r for r in data["reasons"])
+
+
+def test_commits_range_records_the_list_it_derived(tmp_path):
+    case = _fork(tmp_path)
+    spec = {**case["spec"], "patches": {"ref": "fork", "model": "merge", "commits": "range"}}
+    code, data, _ = _run(case, "verify", spec=spec)
+    assert code == 0 and data is not None, data
+    assert data["series"]["derived"] is True
+    assert data["series"]["listed"] == case["series"]
+
+
+def test_a_hidden_commit_inside_a_merged_side_branch_fails_naming_it(tmp_path):
+    case = _fork(tmp_path, side_branch=True)
+    listed = [c for c in case["series"] if c != case["hidden"]]
+    spec = {**case["spec"], "patches": {**case["spec"]["patches"], "commits": listed}}
+    code, data, _ = _run(case, "verify", spec=spec)
+    assert code == 1 and data is not None and data["ok"] is False
+    assert data["series"]["unlisted"] == [case["hidden"]]
+    assert any(case["hidden"][:12] in r and "hidden" in r for r in data["reasons"])
+
+
+def test_reordered_listed_commits_fail(tmp_path):
+    case = _fork(tmp_path)
+    listed = [case["series"][1], case["series"][0], *case["series"][2:]]
+    spec = {**case["spec"], "patches": {**case["spec"]["patches"], "commits": listed}}
+    code, data, _ = _run(case, "verify", spec=spec)
+    assert code == 1 and data is not None
+    assert "the listed order differs from the branch's order" in data["reasons"]
+
+
+def test_a_bundle_that_differs_from_the_head_by_one_file_fails(tmp_path):
+    case = _fork(tmp_path)
+    other = case["repo"].archive(tmp_path / "other.tar", "fork~1", prefix="e/")
+    spec = {**case["spec"], "bundle": {"path": str(other), "strip_components": 1}}
+    code, data, _ = _run(case, "verify", spec=spec)
+    assert code == 1 and data is not None and data["ok"] is False
+    assert [d["path"] for d in data["differences"]] == ["engine/README.md"]
+    assert any("differs from the head of fork" in r for r in data["reasons"])
+
+
+def test_a_pinned_upstream_that_is_not_an_ancestor_fails(tmp_path):
+    case = _fork(tmp_path)
+    repo: GitRepo = case["repo"]
+    repo.checkout("elsewhere", new=True, start="v1.0")
+    other = repo.commit("unrelated upstream line", files={"engine/x.py": "x = 1\n"})
+    spec = {**case["spec"], "upstream": {"repo": str(repo.path), "ref": "elsewhere",
+                                         "commit": other}}
+    code, data, _ = _run(case, "verify", spec=spec)
+    assert code == 1 and data is not None
+    assert any("not an ancestor" in r for r in data["reasons"])
+
+
+def test_an_evil_merge_is_scanned_and_tied_to_the_merge(tmp_path):
+    case = _fork(tmp_path, evil_merge=True)
+    code, data, err = _run(case, "scan")
+    assert data is not None, err
+    beacon = [f for f in data["findings"] if f["path"] == "engine/util.py"
+              and f["category"] == "network"]
+    assert beacon, data["findings"]
+    assert all(f["commit"] == case["merge"] for f in beacon)
+    # the upstream fix that arrived through the merge is upstream's, not the fork's
+    assert not [f for f in data["findings"] if f["path"] == "engine/util.py"
+                and f["commit"] not in (case["merge"],)]
+
+
+@pytest.mark.parametrize("model", ["rebase", "merge"])
+def test_the_series_command_writes_the_commits_file(tmp_path, model):
+    case = _fork(tmp_path)
+    spec_path = write_spec(tmp_path / "audit.toml", case["spec"])
+    out = tmp_path / f"series-{model}.txt"
+    res = subprocess.run([sys.executable, "-m", "auditor", "series", str(spec_path), "--range",
+                          "v1.1..fork", "--model", model, "-o", str(out)],
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    rows = [ln.split(" ", 1) for ln in out.read_text().splitlines() if not ln.startswith("#")]
+    shas = [r[0] for r in rows]
+    if model == "merge":
+        assert shas == case["series"]
+    else:
+        assert case["merge"] not in shas and len(shas) == 2
+    subjects = dict(rows)
+    assert subjects[case["a"]] == "fork: a kernel option"
+    # the file is what the spec reads: the proof holds with it
+    spec = {**case["spec"], "patches": {"ref": "fork", "model": "merge",
+                                        "commits_file": str(out)}}
+    if model == "merge":
+        code, data, _ = _run(case, "verify", spec=spec)
+        assert code == 0 and data is not None and data["ok"] is True
+
+
+def test_a_bad_model_and_a_bad_range_are_exit_2(tmp_path):
+    case = _fork(tmp_path)
+    spec = {**case["spec"], "patches": {**case["spec"]["patches"], "model": "squash"}}
+    code, _, err = _run(case, "verify", spec=spec)
+    assert code == 2 and "[patches.model]" in err
+    spec_path = write_spec(tmp_path / "ok.toml", case["spec"])
+    for rng in ("nope..fork", "v1.1", "v1.1..--help"):
+        res = subprocess.run([sys.executable, "-m", "auditor", "series", str(spec_path),
+                              "--range", rng], capture_output=True, text=True, timeout=120)
+        assert res.returncode == 2, (rng, res.stderr)
+        assert "Traceback" not in res.stderr
