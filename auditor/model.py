@@ -393,7 +393,16 @@ class Workspace:
     bundle_tree: str
     manifest: Mapping[str, BundleFile]
     proof_ok: bool
+    #: the other upstream commits (``[upstream] also``, resolved): what they reach is upstream's
+    upstream_also: tuple[str, ...] = ()
     #: where later stages read bundle files (auditor.provenance.bundlefiles.bundle_files): the
     #: proven git objects when the proof came from the cache (then ``bundle_root`` exists only once
     #: a stage asks for the folder), else the unpacked copy at ``bundle_root``
     files: BundleFiles | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def series_revs(self) -> tuple[str, ...]:
+        """The series as git revisions: the head, not upstream, nor the other upstream commits
+        (``git log``/``blame`` arguments; ``upstream..head`` when there are none)."""
+        return (self.head_commit, f"^{self.upstream_commit}",
+                *(f"^{c}" for c in self.upstream_also))

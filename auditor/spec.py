@@ -69,6 +69,9 @@ class UpstreamSpec:
     repo: Path
     ref: str
     commit: str | None
+    #: other upstream refs the fork may carry (release lines it merged, backports): their commits
+    #: and lines are upstream's, never the fork's
+    also: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -420,7 +423,8 @@ def load_spec(path: str | Path) -> Spec:
         repo=t.path("repo", root, required=True),
         ref=t.text("ref", required=True),
         commit=t.text("commit", check=lambda s: bool(SHA_RE.match(s)),
-                      what="a full 40-hex commit sha")), required=True)
+                      what="a full 40-hex commit sha"),
+        also=_also_refs(t)), required=True)
     patches: PatchesSpec | None = section(
         "patches", lambda t: _patches(t, root, upstream.repo if upstream else None),
         required=True)
@@ -468,6 +472,14 @@ def _engine(t: _Table, file: Path) -> EngineSpec:
     if not profile.targets and target:
         raise t.err("target", f"engine profile {profile.name!r} defines no targets")
     return EngineSpec(profile=profile, version=t.text("version", required=True), target=target)
+
+
+def _also_refs(t: _Table) -> tuple[str, ...]:
+    refs = t.strlist("also")
+    for i, r in enumerate(refs):
+        if not r or r.startswith("-") or any(c.isspace() or ord(c) < 32 for c in r) or ".." in r:
+            t.problem(t.err(f"also[{i}]", f"expected a ref or commit of upstream, got {r!r}"))
+    return refs
 
 
 def _patches(t: _Table, root: Path, upstream_repo: Path | None) -> PatchesSpec:

@@ -172,7 +172,7 @@ class Attributor:
             if text.strip():
                 res = Git(self.ws.patches_repo).run(
                     "log", "--format=%H", f"-S{text.strip()}",
-                    f"{self.ws.upstream_commit}..{self.ws.head_commit}", "--", path, check=False)
+                    *self.ws.series_revs, "--", path, check=False)
                 shas = res.stdout.split() if res.returncode == 0 else []
                 sha = shas[0] if shas else None
             self._removals[key] = sha

@@ -27,9 +27,9 @@ UNEXPLAINED = "unexplained"
 _HEADER = re.compile(rb"[0-9a-f]{40}(?= |$)")
 
 
-def _blame(git: Git, rng: str, path: str) -> tuple[list[str | None], list[str]] | None:
+def _blame(git: Git, revs: Sequence[str], path: str) -> tuple[list[str | None], list[str]] | None:
     """(origin per head line, head lines) or None when the head has no such file."""
-    res = git.run(*serieswalk.DIFF_CONFIG, "blame", "--porcelain", rng, "--", path,
+    res = git.run(*serieswalk.DIFF_CONFIG, "blame", "--porcelain", *revs, "--", path,
                   check=False, text=False)
     if res.returncode != 0:
         return None
@@ -71,7 +71,7 @@ def walked(ws: Workspace, paths: Sequence[str]) -> dict[str, Blamed]:
         want = [p for p in paths if p in heads and p in uppers and heads[p].type == "blob"
                 and uppers[p].type == "blob" and "\n" not in p]
         blobs = git.read_blobs([heads[p].sha for p in want] + [uppers[p].sha for p in want])
-        found = serieswalk.walk(git, f"{ws.upstream_commit}..{ws.head_commit}",
+        found = serieswalk.walk(git, ws.series_revs,
                                 {p: blobs[heads[p].sha] for p in want},
                                 {p: blobs[uppers[p].sha] for p in want})
     except Exception:  # noqa: BLE001 - the walk only saves time: on any failure, git blame
@@ -90,7 +90,7 @@ def line_origins(ws: Workspace, path: str, bundle_text: str | None = None,
         bundle_text = text.replace("\r\n", "\n").replace("\r", "\n")
     bundle_lines = split_lines(bundle_text)
     if blamed is None:
-        blamed = _blame(Git(ws.patches_repo), f"{ws.upstream_commit}..{ws.head_commit}", path)
+        blamed = _blame(Git(ws.patches_repo), ws.series_revs, path)
     if blamed is None:
         return [UNEXPLAINED] * len(bundle_lines)
     origins, head_lines = blamed

@@ -86,7 +86,8 @@ def _repo_state(git: Git, names: list[str]) -> dict[str, Any]:
 def _spec_parts(spec: Spec, policy_path: Path) -> dict[str, Any]:
     b = spec.bundle
     return {
-        "upstream": [str(spec.upstream.repo), spec.upstream.ref, spec.upstream.commit],
+        "upstream": [str(spec.upstream.repo), spec.upstream.ref, spec.upstream.commit,
+                     list(spec.upstream.also)],
         "patches": [str(spec.patches.repo), spec.patches.ref, list(spec.patches.commits),
                     spec.patches.allow_merges, spec.patches.model, spec.patches.commits_range],
         "bundle": [str(b.path), b.strip_components, b.max_bytes, b.max_files, b.max_file_bytes],
@@ -115,6 +116,7 @@ def proof_key(spec: Spec, policy_path: Path, upstream_git: Git, patches_git: Git
         up = _repo_state(upstream_git, names)
         if len(up["resolved"]) == 1:
             up["resolved"].append(None)
+        up["also"] = upstream_git.resolve_many(spec.upstream.also)
         parts["upstream"] = up
         parts["patches"] = _repo_state(patches_git, [spec.patches.ref, *spec.patches.commits])
         parts["patches_env"] = sorted(getattr(patches_git, "env", {}).items())
@@ -140,7 +142,7 @@ def _workspace_json(ws: Workspace) -> dict[str, Any]:
         "upstream_commit": ws.upstream_commit, "upstream_tree": ws.upstream_tree,
         "head_commit": ws.head_commit, "head_tree": ws.head_tree,
         "expected_tree": ws.expected_tree, "bundle_tree": ws.bundle_tree,
-        "proof_ok": ws.proof_ok,
+        "proof_ok": ws.proof_ok, "upstream_also": list(ws.upstream_also),
         "commits": [c.to_json() for c in ws.commits],
         "manifest": [[f.path, f.mode, f.size, f.sha256, f.blob]
                      for f in sorted(ws.manifest.values(), key=lambda f: os.fsencode(f.path))],

@@ -84,18 +84,22 @@ class SeriesCheck:
         return out
 
 
-def branch_commits(git: Git, upstream: str, head: str, *, topo: bool = False) -> tuple[str, ...]:
-    """``upstream..head``, oldest first (``topo``: parents before children, each side branch of
-    a merge together, the order ``auditor series --model merge`` writes)."""
+def branch_commits(git: Git, upstream: str, head: str, *, topo: bool = False,
+                   also: Sequence[str] = ()) -> tuple[str, ...]:
+    """``upstream..head`` without what ``also`` (other upstream commits) reaches, oldest first
+    (``topo``: parents before children, each side branch of a merge together, the order
+    ``auditor series --model merge`` writes)."""
     order = ("--topo-order",) if topo else ()
-    return tuple(git.out("rev-list", "--reverse", *order, f"{upstream}..{head}", "--").split())
+    return tuple(git.out("rev-list", "--reverse", *order, head, f"^{upstream}",
+                         *(f"^{c}" for c in also), "--").split())
 
 
 def check_series(git: Git, upstream: str, head: str, listed: Sequence[str] | None, *,
-                 topo: bool = False) -> SeriesCheck:
-    """Compare the listed commits with ``upstream..head`` in ``git``'s repository; ``listed``
-    None takes the branch's own commits as the list (``commits = "range"``)."""
-    actual = branch_commits(git, upstream, head, topo=topo)
+                 topo: bool = False, also: Sequence[str] = ()) -> SeriesCheck:
+    """Compare the listed commits with ``upstream..head`` (less what the other upstream commits
+    ``also`` reach) in ``git``'s repository; ``listed`` None takes the branch's own commits as
+    the list (``commits = "range"``)."""
+    actual = branch_commits(git, upstream, head, topo=topo, also=also)
     if listed is None:
         listed = actual
     on_branch = set(actual)
@@ -124,7 +128,8 @@ def check_series(git: Git, upstream: str, head: str, listed: Sequence[str] | Non
     listed_on_branch = [c for c in existing if c in on_branch]
     order_ok = listed_on_branch == [c for c in actual if c in seen]
     commits = read_commits(git, existing)
-    branch_merges = set(git.out("rev-list", "--merges", f"{upstream}..{head}", "--").split())
+    branch_merges = set(git.out("rev-list", "--merges", head, f"^{upstream}",
+                                *(f"^{c}" for c in also), "--").split())
     merges = tuple(dict.fromkeys(
         [c.sha for c in commits if len(c.parents) > 1]
         + [c for c in unlisted if c in branch_merges]))

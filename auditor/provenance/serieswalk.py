@@ -51,14 +51,14 @@ class _Log:
     merges: bool = False
 
 
-def walk(git: Git, rng: str, heads: Mapping[str, bytes],
+def walk(git: Git, revs: Sequence[str], heads: Mapping[str, bytes],
          upstreams: Mapping[str, bytes]) -> dict[str, tuple[list[str | None], list[bytes]]]:
     """Blame's answer, ``(origin per head line, head lines)``, for each path of ``heads`` (the
     head's bytes by path) that upstream has (``upstreams``: its bytes) and the walk can follow;
     the others are left out."""
     res = git.run(*DIFF_CONFIG, "log", "-p", "-U0", "--no-renames", "--no-ext-diff",
                   "--no-textconv", "--no-color", "--src-prefix=a/", "--dst-prefix=b/",
-                  "--format=commit %H %P", rng, check=False, text=False)
+                  "--format=commit %H %P", *revs, check=False, text=False)
     if res.returncode != 0:
         return {}
     log = _parse(res.stdout if isinstance(res.stdout, bytes) else res.stdout.encode())

@@ -99,7 +99,8 @@ class VerifyStage(Stage):
         # in its own processes while Python writes and hashes files), and everything after waits
         # for both, so the results are the same.
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="verify-git") as pool:
-            git_side = (pool.submit(_git_side, ctx, git, base, head, spec.patches.commits)
+            git_side = (pool.submit(_git_side, ctx, git, base, head, spec.patches.commits,
+                                    refs.also)
                         if base is not None and head is not None else None)
             bundle, files = _read_bundle(ctx, git)
             side = git_side.result() if git_side is not None else None
@@ -157,7 +158,7 @@ class VerifyStage(Stage):
             upstream_commit=base, upstream_tree=side.upstream_tree, head_commit=head,
             head_tree=side.head_tree, expected_tree=rp.tree, commits=side.series.commits,
             bundle_root=bundle.root, bundle_tree=bundle.tree, manifest=bundle.manifest,
-            proof_ok=ok, files=files)
+            proof_ok=ok, files=files, upstream_also=refs.also)
         return StageResult(self.name, StageStatus.OK if ok else StageStatus.FAILED, data,
                            findings=findings, reasons=tuple(reasons))
 
@@ -198,6 +199,7 @@ class _Refs:
     ref_commit: str | None
     head: str | None
     reasons: tuple[str, ...]
+    also: tuple[str, ...] = ()  # [upstream] also, resolved
 
 
 def _resolve_refs(spec: Spec, upstream_git: ProofGit, git: ProofGit) -> _Refs:
@@ -222,7 +224,15 @@ def _resolve_refs(spec: Spec, upstream_git: ProofGit, git: ProofGit) -> _Refs:
     if head is None:
         reasons.append(f"patches ref {spec.patches.ref} does not resolve in "
                        f"{spec.patches.repo}")
-    return _Refs(base=base, ref_commit=ref_commit, head=head, reasons=tuple(reasons))
+    also = []
+    for name in spec.upstream.also:
+        sha = upstream_git.rev_parse(name)
+        if sha is None:
+            reasons.append(f"[upstream] also: {name} does not resolve in {spec.upstream.repo}")
+        else:
+            also.append(sha)
+    return _Refs(base=base, ref_commit=ref_commit, head=head, reasons=tuple(reasons),
+                 also=tuple(dict.fromkeys(also)))
 
 
 def _series_reasons(ctx: Context, side: _GitSide, policy: Policy) -> list[str]:
@@ -271,14 +281,14 @@ class _GitSide:
 
 
 def _git_side(ctx: Context, git: ProofGit, base: str, head: str,
-              listed: Sequence[str]) -> _GitSide:
+              listed: Sequence[str], also: Sequence[str] = ()) -> _GitSide:
     upstream_tree, head_tree = git.tree_of(base), git.tree_of(head)
     # plain progress lines: the main thread may be showing a spinner, and rich allows one at a time
     ctx.progress("checking the series")
     spec = ctx.spec
     merge_model = spec.patches.model == "merge"
     series = check_series(git, base, head, None if spec.patches.commits_range else listed,
-                          topo=merge_model)
+                          topo=merge_model, also=also)
     absent = [m.listed for m in series.missing if m.sha is None]
     if absent:  # bad input (exit 2), not a failed proof: the spec names commits nobody has
         raise InputError(
@@ -347,7 +357,8 @@ def cached_workspace(ctx: Context, hit: CachedProof, upstream_git: ProofGit,
         head_commit=w["head_commit"], head_tree=w["head_tree"],
         expected_tree=w["expected_tree"], commits=hit.commits,
         bundle_root=ctx.workdir / _NOT_UNPACKED, bundle_tree=w["bundle_tree"],
-        manifest=hit.manifest, proof_ok=w["proof_ok"], files=GitFiles(git, hit.manifest, lazy))
+        manifest=hit.manifest, proof_ok=w["proof_ok"], files=GitFiles(git, hit.manifest, lazy),
+        upstream_also=tuple(w.get("upstream_also", ())))
 
 
 def _bundle_json(spec: Spec, u: Unpacked | BundleScan) -> dict[str, Any]:

@@ -116,7 +116,7 @@ def make_plan(ws: Workspace, recipe: Recipe, native_globs: Iterable[str]) -> Bui
 def last_commits(ws: Workspace) -> dict[str, str]:
     """For every path the series touched, the last series commit that touched it (one git call)."""
     out = Git(ws.patches_repo).run("log", "--format=%x01%H", "--name-only", "-z", "--no-renames",
-                                   f"{ws.upstream_commit}..{ws.head_commit}", check=False).stdout
+                                   *ws.series_revs, check=False).stdout
     found: dict[str, str] = {}
     current = ""
     for token in out.split("\0"):

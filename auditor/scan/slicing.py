@@ -220,7 +220,7 @@ def path_histories(ws: Workspace) -> SeriesPaths | None:
     git = Git(ws.patches_repo)
     res = git.run("log", "--reverse", "--raw", "-z", "--no-renames", "--no-abbrev",
                   "--no-ext-diff", "--format=%x01%H %P",
-                  f"{ws.upstream_commit}..{ws.head_commit}", text=False)
+                  *ws.series_revs, text=False)
     raw = res.stdout if isinstance(res.stdout, bytes) else res.stdout.encode()
     parent = ws.upstream_commit
     blobs: dict[str, list[str]] = {}

@@ -197,3 +197,50 @@ def test_a_bad_model_and_a_bad_range_are_exit_2(tmp_path):
                               "--range", rng], capture_output=True, text=True, timeout=120)
         assert res.returncode == 2, (rng, res.stderr)
         assert "Traceback" not in res.stderr
+
+
+def test_upstream_commits_merged_in_from_another_release_line_are_upstreams(tmp_path):
+    """The fork merges upstream's backport line v1.0.1 as well as v1.1: with ``[upstream] also``
+    naming it, its commit is no community commit and its lines are upstream's."""
+    repo = GitRepo(tmp_path / "engine")
+    repo.commit("initial", files={"engine/__init__.py": "VERSION = '1.0'\n"})
+    repo.tag("v1.0")
+    repo.commit("upstream 1.1", files={"engine/__init__.py": "VERSION = '1.1'\n"})
+    repo.tag("v1.1")
+    repo.checkout("release-1.0", new=True, start="v1.0")
+    backport = repo.commit("backport: usage stats", files={
+        "engine/usage.py": "import urllib.request\n\n\ndef report():\n"
+                           "    urllib.request.urlopen('https://stats.upstream.example/v1')\n"})
+    repo.tag("v1.0.1")
+    repo.checkout("fork", new=True, start="v1.0")
+    own = repo.commit("fork: option", files={"engine/opt.py": "FAST = True\n"}, author=FORK)
+    for tag in ("v1.0.1", "v1.1"):
+        repo.git("merge", "--no-ff", "-q", "-m", f"Merge tag '{tag}' into fork", tag)
+    archive = repo.archive(tmp_path / "fork.tar", "fork", prefix="f/")
+    spec: dict[str, Any] = {
+        "engine": {"profile": "generic", "version": "1.1"},
+        "upstream": {"repo": str(repo.path), "ref": "v1.1", "also": ["v1.0.1"]},
+        "patches": {"ref": "fork", "model": "merge", "commits": "range"},
+        "bundle": {"path": str(archive), "strip_components": 1},
+        "scan": {"scope": "diff"},
+    }
+    case = {"tmp": tmp_path, "spec": spec}
+    code, data, err = _run(case, "verify")
+    assert data is not None and data["ok"] is True, (err, data and data["reasons"])
+    assert backport not in data["series"]["listed"] and own in data["series"]["listed"]
+    code, data, err = _run(case, "scan")
+    assert data is not None, err
+    assert not [f for f in data["findings"] if f["path"] == "engine/usage.py"]
+    # without `also`, the backport is one of the fork's commits, and so are its lines
+    spec["upstream"] = {"repo": str(repo.path), "ref": "v1.1"}
+    code, data, err = _run(case, "verify")
+    assert data is not None and backport in data["series"]["listed"]
+    code, data, err = _run(case, "scan")
+    assert data is not None, err
+    usage = [f for f in data["findings"] if f["path"] == "engine/usage.py"]
+    assert usage and all(f["commit"] == backport for f in usage)
+    # an `also` ref that does not resolve is a failed proof naming it
+    spec["upstream"] = {"repo": str(repo.path), "ref": "v1.1", "also": ["v9.9"]}
+    code, data, err = _run(case, "verify")
+    assert code == 1 and data is not None
+    assert any("[upstream] also: v9.9 does not resolve" in r for r in data["reasons"])

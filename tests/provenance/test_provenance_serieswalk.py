@@ -49,7 +49,7 @@ def _edit(rng: random.Random, text: str) -> str:
 
 
 def _blamed(ws: Workspace, path: str):
-    return _blame(Git(ws.patches_repo), f"{ws.upstream_commit}..{ws.head_commit}", path)
+    return _blame(Git(ws.patches_repo), ws.series_revs, path)
 
 
 @pytest.mark.parametrize("seed", range(12))
@@ -131,11 +131,11 @@ def test_diffs_that_do_not_account_for_the_text_leave_the_file_to_blame(tmp_path
     head = repo.commit("c1", files={"a.py": "a\nB\nc\n"})
     git = Git(repo.path)
     rng = f"{base}..{head}"
-    assert serieswalk.walk(git, rng, {"a.py": b"a\nB\nc\n"}, {"a.py": b"a\nb\nc\n"})
+    assert serieswalk.walk(git, [rng], {"a.py": b"a\nB\nc\n"}, {"a.py": b"a\nb\nc\n"})
     # an upstream text the diffs do not lead to, a head text they did not write: no answer
-    assert serieswalk.walk(git, rng, {"a.py": b"a\nB\nc\n"}, {"a.py": b"a\nb\nC\n"}) == {}
-    assert serieswalk.walk(git, rng, {"a.py": b"a\nX\nc\n"}, {"a.py": b"a\nb\nc\n"}) == {}
-    assert serieswalk.walk(git, rng, {"a.py": b"a\nB\nc\nd\n"}, {"a.py": b"a\nb\nc\n"}) == {}
+    assert serieswalk.walk(git, [rng], {"a.py": b"a\nB\nc\n"}, {"a.py": b"a\nb\nC\n"}) == {}
+    assert serieswalk.walk(git, [rng], {"a.py": b"a\nX\nc\n"}, {"a.py": b"a\nb\nc\n"}) == {}
+    assert serieswalk.walk(git, [rng], {"a.py": b"a\nB\nc\nd\n"}, {"a.py": b"a\nb\nc\n"}) == {}
 
 
 def test_line_origins_from_the_walk_equal_line_origins_from_blame(tmp_path):
