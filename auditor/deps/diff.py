@@ -3,8 +3,11 @@
 Packages are compared by canonical name: a name only the bundle has is *added*, a name only
 upstream has is *removed*. A bundle declaration of a known name that upstream does not declare
 identically is *changed*, classified against upstream's declaration in the same file (re-pinned,
-downgraded, pin removed, loosened, tightened, source changed). Every bundle declaration that is
-not identical to one of upstream's is also checked on its own: direct URLs and VCS requirements,
+downgraded, pin removed, loosened, tightened, source changed). Declarations compare per declaring
+file: where upstream's copy of the file declares the name, only a declaration identical to one
+there is unchanged (a pin changed in one file is a change, whatever other files declare); a file
+upstream does not declare the name in may repeat a declaration of upstream's other files. Every
+bundle declaration that is not identical to one of upstream's is also checked on its own: direct URLs and VCS requirements,
 new package indexes, CMake fetches not pinned to a full commit sha or without a URL hash, and new
 names that look like a trusted one (typosquats).
 """
@@ -145,6 +148,8 @@ def diff(upstream: Iterable[Declaration], bundle: Iterable[Declaration], *,
     upstream = sorted(upstream, key=lambda d: d.sort_key)
     bundle = sorted(bundle, key=lambda d: d.sort_key)
     up_identities = {d.identity() for d in upstream}
+    up_in_file = {(d.file, d.identity()) for d in upstream}
+    up_names_in_file = {(d.file, d.kind.is_package, d.name) for d in upstream}
     up_pkgs = _packages(upstream)
     b_pkgs = _packages(bundle)
     up_cmake = {d.name: d for d in upstream if d.kind in CMAKE}
@@ -161,8 +166,11 @@ def diff(upstream: Iterable[Declaration], bundle: Iterable[Declaration], *,
                      f"dependency {_describe(d)} removed", upstream_side=True) for d in removed]
 
     for d in bundle:
-        if d.identity() in up_identities:
-            continue  # exactly as upstream declares it somewhere
+        if (d.file, d.identity()) in up_in_file:
+            continue  # exactly as upstream's copy of this file declares it
+        if (d.file, d.kind.is_package, d.name) not in up_names_in_file \
+                and d.identity() in up_identities:
+            continue  # this file never declared it; upstream declares it so elsewhere
         if d.kind.is_package and d.name in up_pkgs:
             issues += _package_change(d, up_pkgs[d.name], changed)
         if d.kind in (Kind.URL, Kind.VCS):
@@ -214,6 +222,8 @@ def _package_change(d: Declaration, ups: Sequence[Declaration],
                     changed: list[Change]) -> list[Issue]:
     """How bundle declaration ``d`` of a package upstream declares differs from upstream's."""
     before = _counterpart(d, ups)
+    if before.identity() == d.identity():
+        return []  # as upstream declares it in another file the declaring file never named
     verdict = classify(before, d)
     if verdict is None:
         return []

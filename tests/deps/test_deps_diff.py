@@ -116,3 +116,21 @@ def test_cmake_fetch_by_branch_name_and_url_without_hash():
     msg = next(i.message for i in d.issues if i.rule == "dependency.unpinned-fetch"
                and i.decl.name == "cutlass")
     assert "GIT_TAG 'main'" in msg
+
+
+def test_a_pin_changed_in_one_file_is_a_change_whatever_other_files_declare():
+    """upstream pins x==1.0 in common.txt and x==2.0 in cuda.txt; the fork changes cuda.txt's to
+    x==1.0: that is a downgrade in cuda.txt, though common.txt declares the same pin."""
+    up = (reqs("xformers==1.0", file="requirements/common.txt")
+          + reqs("xformers==2.0", file="requirements/cuda.txt"))
+    fork = (reqs("xformers==1.0", file="requirements/common.txt")
+            + reqs("xformers==1.0", file="requirements/cuda.txt"))
+    d = diff(up, fork, typosquat_distance=2, popular=POPULAR)
+    assert [(c.name, c.change, c.after.file) for c in d.changed] == [
+        ("xformers", "downgraded", "requirements/cuda.txt")]
+    # a file that never declared it may repeat upstream's declaration from another file
+    moved = fork + reqs("xformers==1.0", file="requirements/rocm.txt")
+    d = diff(up, moved, typosquat_distance=2, popular=POPULAR)
+    assert [c.after.file for c in d.changed] == ["requirements/cuda.txt"]
+    # unchanged files are unchanged
+    assert diff(up, up, typosquat_distance=2, popular=POPULAR).changed == ()
