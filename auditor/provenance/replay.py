@@ -12,12 +12,14 @@ touched; the blobs and trees written are ordinary unreferenced objects.
 
 from __future__ import annotations
 
+import re
 from collections import deque
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from auditor.gitio import Git
 from auditor.model import SeriesCommit
 from auditor.provenance.gitview import ProofGit
 from auditor.provenance.treehash import EMPTY_TREE
@@ -94,9 +96,20 @@ def _base(git: ProofGit, c: SeriesCommit) -> str:
     automatic merge of its parents (so only the merge's own resolution is replayed)."""
     if not c.parents:
         return EMPTY_TREE
-    if len(c.parents) == 2:
-        res = git.run("merge-tree", "--write-tree", "--no-messages", "--allow-unrelated-histories",
-                      *c.parents, check=False)
-        if res.returncode == 0 and res.stdout.strip():
-            return res.stdout.split()[0]
-    return c.parents[0]
+    return automatic_merge(git, c.parents) or c.parents[0]
+
+
+def automatic_merge(git: Git, parents: Sequence[str], *, conflicts: bool = False) -> str | None:
+    """The tree git's own merge of two ``parents`` gives (``git merge-tree --write-tree``), None
+    for another number of parents or when it fails; a merge with conflicts gives its tree with the
+    conflict markers only with ``conflicts`` (a merge commit's own lines are then its resolution).
+    """
+    if len(parents) != 2:
+        return None
+    res = git.run("merge-tree", "--write-tree", "--no-messages", "--allow-unrelated-histories",
+                  *parents, check=False)
+    words = res.stdout.split()
+    if words and re.fullmatch(r"[0-9a-f]{40,64}", words[0]) and (
+            res.returncode == 0 or (conflicts and res.returncode == 1)):
+        return words[0]
+    return None

@@ -25,6 +25,7 @@ from typing import Any
 from auditor.errors import ToolError
 from auditor.gitio import Git
 from auditor.gitpatch import header_path, hunk_ranges, side_path
+from auditor.provenance.replay import automatic_merge
 
 ID_HEX = 16
 CONTEXT = 3
@@ -71,14 +72,31 @@ def hunk_digest(path: str, file_kind: bytes, body: bytes) -> str:
 
 
 def series_hunks(git: Git, commits: Sequence[str]) -> tuple[Hunk, ...]:
-    """Every hunk of every commit (against its first parent), in series order then diff order."""
+    """Every hunk of every commit, in series order then diff order: a commit's diff against its
+    parent; a two-parent merge's against git's own merge of its parents (a clean merge has none;
+    the lines a merge adds or resolves by hand are its own)."""
     if not commits:
         return ()
-    raw = git.run("log", "--no-walk=unsorted", "-p", "--no-color", "--no-ext-diff",
-                  "--no-textconv", "--no-renames", "--full-index", f"-U{CONTEXT}",
-                  "--diff-merges=first-parent", "--format=commit %H", *commits, "--",
-                  text=False).stdout
-    assert isinstance(raw, bytes)
+    parents = dict(line.split(" ", 1) for line in git.out(
+        "log", "--no-walk=unsorted", "--format=%H %P", *commits, "--").splitlines())
+    merges = [c for c in commits if len(parents.get(c, "").split()) == 2]
+    plain = [c for c in commits if c not in set(merges)]
+    raw = b""
+    if plain:
+        out = git.run("log", "--no-walk=unsorted", "-p", "--no-color", "--no-ext-diff",
+                      "--no-textconv", "--no-renames", "--full-index", f"-U{CONTEXT}",
+                      "--diff-merges=first-parent", "--format=commit %H", *plain, "--",
+                      text=False).stdout
+        assert isinstance(out, bytes)
+        raw += out
+    for sha in merges:
+        base = automatic_merge(git, parents[sha].split(), conflicts=True) or \
+            parents[sha].split()[0]
+        diff = git.run("diff-tree", "-p", "--no-color", "--no-ext-diff", "--no-textconv",
+                       "--no-renames", "--full-index", f"-U{CONTEXT}", base, sha, "--",
+                       text=False).stdout
+        assert isinstance(diff, bytes)
+        raw += f"commit {sha}\n\n".encode() + diff
     hunks = list(parse_log(raw))
     seen = {h.commit for h in hunks}
     order = {sha: i for i, sha in enumerate(commits)}

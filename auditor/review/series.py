@@ -63,8 +63,12 @@ def series_of_spec(spec: Spec) -> ReviewSeries:
     head = git.rev_parse(spec.patches.ref)
     if head is None:
         raise InputError(f"patches ref {spec.patches.ref} does not resolve in {spec.patches.repo}")
-    check = check_series(git, base, head, spec.patches.commits)
-    warnings = check.reasons(spec.patches.allow_merges)
+    merge_model = spec.patches.model == "merge"
+    also = [a for a in (upstream_git.rev_parse(n) for n in spec.upstream.also) if a]
+    check = check_series(git, base, head,
+                         None if spec.patches.commits_range else spec.patches.commits,
+                         topo=merge_model, also=also)
+    warnings = check.reasons(spec.patches.allow_merges or merge_model)
     return build_series(git, check.commits, spec.profile.review_areas, warnings)
 
 

@@ -244,3 +244,26 @@ def test_upstream_commits_merged_in_from_another_release_line_are_upstreams(tmp_
     code, data, err = _run(case, "verify")
     assert code == 1 and data is not None
     assert any("[upstream] also: v9.9 does not resolve" in r for r in data["reasons"])
+
+
+def _plan(case: dict[str, Any]) -> dict[str, Any]:
+    spec_path = write_spec(case["tmp"] / "audit.toml", case["spec"])
+    res = subprocess.run([sys.executable, "-m", "auditor", "review", "plan", str(spec_path),
+                          "--reviewers", "1", "--no-scan", "--json"],
+                         capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr
+    return json.loads(res.stdout)
+
+
+def test_review_hunks_of_a_merge_are_its_own_lines_only(tmp_path):
+    clean = _fork(tmp_path / "clean")
+    plan = _plan(clean)
+    hunks = [h for r in plan["reviewers"] for h in r["hunks"]]
+    assert plan["warnings"] == []
+    assert {h["commit"] for h in hunks} == {clean["a"], clean["b"]}  # the clean merge adds none
+    evil = _fork(tmp_path / "evil", evil_merge=True)
+    hunks = [h for r in _plan(evil)["reviewers"] for h in r["hunks"]]
+    merged = [h for h in hunks if h["commit"] == evil["merge"]]
+    assert [h["path"] for h in merged] == ["engine/util.py"]
+    # the lines the merge added by hand (the import and the beacon), not upstream's fix
+    assert merged[0]["lines"] == 4
