@@ -527,7 +527,7 @@ def unpack_bundle(spec: BundleSpec, workdir: Path) -> Unpacked:
     except (_Refused, BadArchive) as exc:
         shutil.rmtree(root, ignore_errors=True)
         raise InputError(f"bundle {src}: {exc}; refused") from None
-    except (OSError, EOFError, lzma.LZMAError, zipfile.BadZipFile) as exc:
+    except (OSError, EOFError, lzma.LZMAError, zipfile.BadZipFile, tarfile.TarError) as exc:
         shutil.rmtree(root, ignore_errors=True)
         raise InputError(f"bundle {src} cannot be read: {exc}") from None
     except BaseException:
@@ -578,7 +578,7 @@ def hash_bundle(spec: BundleSpec) -> BundleScan | None:
         return None
     except (_Refused, BadArchive) as exc:
         raise InputError(f"bundle {src}: {exc}; refused") from None
-    except (OSError, EOFError, lzma.LZMAError, zipfile.BadZipFile) as exc:
+    except (OSError, EOFError, lzma.LZMAError, zipfile.BadZipFile, tarfile.TarError) as exc:
         raise InputError(f"bundle {src} cannot be read: {exc}") from None
     if h.files == 0:
         extra = " other than .git" if h.git_entries else ""
