@@ -50,13 +50,15 @@ def _escape(text: str) -> str:
     return console_safe(text)
 
 
-def _check_output(output: Path | None, what: str = "--output") -> None:
-    """An output file that cannot be created stops the command before any work (exit 2)."""
+def _check_output(output: Path | None, what: str = "--output",
+                  sidecars: tuple[Path, ...] = ()) -> None:
+    """An output file that cannot be created, or is not a regular file, stops the command before
+    any work (exit 2)."""
     from auditor.outputs import check_output_file
 
     if output is not None:
         try:
-            check_output_file(output, what)
+            check_output_file(output, what, sidecars=sidecars)
         except AuditError as exc:
             _fail(exc)
 
@@ -190,12 +192,12 @@ def sbom(
 ) -> None:
     """CycloneDX 1.6 JSON with the fork's pedigree."""
 
-    def copy_out(result: StageResult, ctx: Any) -> None:
-        from auditor.sbom.stage import export_sbom
+    from auditor.sbom.stage import export_sbom, provenance_path
 
+    def copy_out(result: StageResult, ctx: Any) -> None:
         export_sbom(result, ctx, output)
 
-    _check_output(output)
+    _check_output(output, sidecars=(provenance_path(output),) if output is not None else ())
     _stage_command(spec, "sbom", _options(reproducible=reproducible), as_json, copy_out)
 
 
@@ -207,11 +209,12 @@ def unit_render(
 ) -> None:
     """Write the hardened unit (and an example environment file) for the spec's [service]."""
 
-    def copy_out(result: StageResult, ctx: Any) -> None:
-        from auditor.service.stage import export_unit
+    from auditor.service.stage import env_example_path, export_unit
 
+    def copy_out(result: StageResult, ctx: Any) -> None:
         export_unit(result, ctx, output)
 
+    _check_output(output, sidecars=(env_example_path(output),))
     _stage_command(spec, "unit", _options(), as_json, copy_out)
 
 
@@ -285,7 +288,7 @@ def report(
                                                  "FILE, e.g. $GITHUB_STEP_SUMMARY")] = None,
 ) -> None:
     """Render a saved audit again, in any format (made from audit.json; nothing is re-run)."""
-    from auditor.outputs import write_output_text
+    from auditor.outputs import append_output_text, write_output_text
     from auditor.report import formatter_for, load_saved
     from auditor.report.github import step_summary
 
@@ -296,8 +299,7 @@ def report(
         note = saved.note
         text = formatter_for(fmt).render(saved.audit)
         if summary is not None:
-            with summary.open("a", encoding="utf-8") as fh:
-                fh.write(step_summary(saved.audit))
+            append_output_text(summary, step_summary(saved.audit), "--summary")
         if output is not None and str(output) != "-":
             write_output_text(output, text)
     except AuditError as exc:
@@ -373,8 +375,13 @@ def review_plan(
 
     try:
         loaded = _load(spec)
-        names = reviewer_names(reviewers, reviewer or [])
-        plan, written = commands.plan(loaded, names, out, options=_options(),
+        wanted: list[str] | int
+        if reviewer:
+            wanted = list(reviewer_names(reviewers, reviewer))
+        else:
+            reviewer_names(reviewers, [], hunks=0)  # N >= 1, checked before any work
+            wanted = reviewers or 1  # capped at the hunk count once the series is read
+        plan, written = commands.plan(loaded, wanted, out, options=_options(),
                                       scan=loaded.scan is not None if scan is None else scan)
     except AuditError as exc:
         _fail(exc)
@@ -385,6 +392,9 @@ def review_plan(
     for p in plan.packets:
         err.print(f"{_escape(p.reviewer)}: {len(p.hunks)} hunk(s), {p.lines} line(s) — "
                   f"{_escape(', '.join(p.areas) or 'nothing')}")
+    if not reviewer and reviewers is not None and reviewers > len(plan.packets):
+        err.print(f"[yellow]note:[/yellow] --reviewers {reviewers}: the series has "
+                  f"{len(plan.series.hunks)} hunk(s), so {len(plan.packets)} packet(s) were made")
     err.print(f"{plan.lines_total} changed line(s) in {len(plan.series.hunks)} hunk(s); packets in "
               f"{_escape(str(written[-1].parent))}")
 

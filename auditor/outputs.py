@@ -5,8 +5,10 @@ path, an empty folder, or a folder an earlier run of this tool wrote: one holdin
 :data:`MARKER_NAME` (``{"tool": "auditor", "schema": ...}``). Anything else is refused with exit 2
 and nothing deleted: an existing file, a foreign non-empty folder, ``/``, the spec's folder or one
 above it, and any folder that holds an input (bundle, repositories, policy, lock, ...) or lies inside
-an input folder. Output files (``-o``) must be creatable: their folder exists and they are not a
-folder themselves.
+an input folder. Output files (``-o``, ``--sarif``, ``--summary``) are ``-`` (stdout) or regular
+files, new or replaced; a symbolic link, a directory, a device, a FIFO or a socket is refused with
+exit 2 before any work, and so is a file written beside one (an SBOM's provenance, a unit's example
+environment file).
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import stat
+import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -111,21 +115,96 @@ def check_out_dir(out: Path, *, spec: Any = None, inputs: Iterable[Path] = (),
     return target
 
 
-def check_output_file(path: Path, what: str = "--output") -> None:
-    """An output file must be creatable: not a folder, its folder an existing folder."""
+_KINDS = ((stat.S_ISLNK, "a symbolic link"), (stat.S_ISDIR, "a directory"),
+          (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+          (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISSOCK, "a socket"))
+
+
+def _not_regular(mode: int) -> str | None:
+    """What a file of ``mode`` is when it is not a regular file."""
+    if stat.S_ISREG(mode):
+        return None
+    return next((kind for test, kind in _KINDS if test(mode)), "not a regular file")
+
+
+def check_output_file(path: Path, what: str = "--output", *,
+                      sidecars: Iterable[Path] = ()) -> None:
+    """An output file is ``-`` (stdout) or a regular file: a new one in an existing folder, or an
+    existing regular file, which is replaced. A symbolic link (to anything), a directory, a device,
+    a FIFO or a socket is refused, and so are files written beside it (``sidecars``) that are."""
     if str(path) == "-":
         return
-    if path.is_dir():
-        raise InputError(f"{what} {path}: is a directory, not a file")
+    for target in (path, *sidecars):
+        _check_one(target, what, path)
+
+
+def _check_one(target: Path, what: str, named: Path) -> None:
+    beside = "" if target == named else f" (written beside {named})"
+    try:
+        st = os.lstat(target)
+    except (FileNotFoundError, NotADirectoryError):
+        parent = target.parent if str(target.parent) else Path(".")
+        if not parent.is_dir():
+            raise InputError(f"{what} {named}: its folder {parent} does not exist or is not a "
+                             "folder") from None
+        return
+    except OSError as exc:
+        raise InputError(f"{what} {target}{beside}: cannot be checked: "
+                         f"{exc.strerror or exc}") from None
+    kind = _not_regular(st.st_mode)
+    if kind is not None:
+        raise InputError(f"{what} {target}{beside}: is {kind}, not a regular file; only a "
+                         "regular file (or - for standard output) is written, so nothing was "
+                         "changed", hint="name a new file, or - for standard output")
+
+
+def write_output_file(path: Path, text: str, what: str = "--output", *,
+                      mode: int | None = None) -> None:
+    """Write an output file (checked again first, then replaced atomically: never written through
+    a link or into a special file). ``mode``: its permissions; by default those of the file it
+    replaces, or 0666 less the umask. A failure is an InputError (exit 2)."""
+    check_output_file(path, what)
+    try:
+        old = os.lstat(path)
+    except OSError:
+        old = None
+    if mode is None:
+        umask = os.umask(0)
+        os.umask(umask)
+        mode = stat.S_IMODE(old.st_mode) if old is not None else 0o666 & ~umask
     parent = path.parent if str(path.parent) else Path(".")
-    if not parent.is_dir():
-        raise InputError(f"{what} {path}: its folder {parent} does not exist or is not a folder")
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=parent)
+    except OSError as exc:
+        raise InputError(f"{what} {path}: cannot be written: {exc.strerror or exc}") from None
+    try:
+        os.fchmod(fd, mode)
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
+            fh.write(text)
+        check_output_file(path, what)  # nothing special appeared there in the meantime
+        os.replace(tmp, path)
+    except OSError as exc:
+        raise InputError(f"{what} {path}: cannot be written: {exc.strerror or exc}") from None
+    finally:
+        Path(tmp).unlink(missing_ok=True)
 
 
 def write_output_text(path: Path, text: str, what: str = "--output") -> None:
-    """Write an output file; a failure (read-only, full, unwritable) is an InputError (exit 2)."""
+    """:func:`write_output_file` with the permissions of the file it replaces."""
+    write_output_file(path, text, what)
+
+
+def append_output_text(path: Path, text: str, what: str) -> None:
+    """Append to an output file (``--summary``): only to a regular file or a new one, never
+    through a link (O_NOFOLLOW) nor into a FIFO or device (checked on the opened file)."""
     check_output_file(path, what)
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK
     try:
-        path.write_text(text, encoding="utf-8")
+        fd = os.open(path, flags, 0o666)
     except OSError as exc:
         raise InputError(f"{what} {path}: cannot be written: {exc.strerror or exc}") from None
+    with os.fdopen(fd, "a", encoding="utf-8") as fh:
+        kind = _not_regular(os.fstat(fd).st_mode)
+        if kind is not None:
+            raise InputError(f"{what} {path}: is {kind}, not a regular file; nothing was written")
+        fh.write(text)

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, overload
 from auditor.errors import SpecError, SpecErrors
 from auditor.inputs import read_input_text
 from auditor.model import Scope
+from auditor.textsafe import excerpt
 
 if TYPE_CHECKING:
     from auditor.review.areas import ReviewArea
@@ -214,7 +215,7 @@ class _Table:
             return self.problem(self.err(key, f"expected {what}, got {value!r}"))
         if not isinstance(value, kind):
             return self.problem(self.err(key, f"expected {what}, got {type(value).__name__} "
-                                              f"{value!r}"))
+                                              f"{_got(value)}"))
         if self.no_controls and isinstance(value, str) and _CONTROL.search(value):
             return self.problem(self.err(key, f"expected {what}, got a value holding a control "
                                               f"character ({_control_name(value)})"))
@@ -228,7 +229,7 @@ class _Table:
         if not value.strip():
             return self.problem(self.err(key, f"expected {what}, got an empty string"), default)
         if check and not check(value):
-            return self.problem(self.err(key, f"expected {what}, got {value!r}"), default)
+            return self.problem(self.err(key, f"expected {what}, got {_got(value)}"), default)
         return value
 
     def integer(self, key: str, default: int, *, minimum: int = 0) -> int:
@@ -250,8 +251,8 @@ class _Table:
             return default
         for i, item in enumerate(value):
             if not isinstance(item, str):
-                return self.problem(self.err(f"{key}[{i}]", f"expected a string, got {item!r}"),
-                                    default)
+                return self.problem(self.err(f"{key}[{i}]", f"expected a string, got "
+                                             f"{_got(item)}"), default)
             if self.no_controls and _CONTROL.search(item):
                 return self.problem(self.err(f"{key}[{i}]", "expected a string, got a value "
                                              f"holding a control character ({_control_name(item)})"),
@@ -478,7 +479,7 @@ def _also_refs(t: _Table) -> tuple[str, ...]:
     refs = t.strlist("also")
     for i, r in enumerate(refs):
         if not r or r.startswith("-") or any(c.isspace() or ord(c) < 32 for c in r) or ".." in r:
-            t.problem(t.err(f"also[{i}]", f"expected a ref or commit of upstream, got {r!r}"))
+            t.problem(t.err(f"also[{i}]", f"expected a ref or commit of upstream, got {_got(r)}"))
     return refs
 
 
@@ -506,9 +507,9 @@ def _patches(t: _Table, root: Path, upstream_repo: Path | None) -> PatchesSpec:
     else:
         commits = tuple(c.strip() for c in commits_list or ())
         source = "patches.commits"
-    for i, c in enumerate(commits):
-        if not re.fullmatch(r"[0-9a-fA-F]{4,40}", c):
-            t.problem(t.err(f"commits[{i}]", f"expected a commit sha, got {c!r}"))
+        for i, c in enumerate(commits):
+            if not _SHA.fullmatch(c):
+                t.problem(t.err(f"commits[{i}]", f"expected a commit sha, got {_got(c)}"))
     return PatchesSpec(repo=patches_repo, ref=ref, commits=commits, commits_source=source,
                        allow_merges=t.flag("allow_merges", False), model=model,
                        commits_range=commits_range)
@@ -539,16 +540,43 @@ def _deps(t: _Table, root: Path) -> DepsSpec:
     return deps
 
 
+_SHA = re.compile(r"[0-9a-fA-F]{4,40}")
+#: bad lines of a commits file named in its error (the rest are counted)
+_BAD_LINES_SHOWN = 3
+
+
+def _got(value: object) -> str:
+    """A value from a file, as an error message may show it (:func:`auditor.textsafe.excerpt`)."""
+    if isinstance(value, (bool, int, float)):
+        return repr(value)
+    return excerpt(value if isinstance(value, str) else repr(value))
+
+
 def _read_series_file(path: Path, t: _Table) -> tuple[str, ...]:
+    """The shas of a commits file: ``sha [subject]`` lines, ``#`` comments. A bad line is named by
+    its number with a short redacted excerpt (the file may be anything: a key, /proc/self/environ),
+    never in full."""
     try:
-        lines = read_input_text(path, "commits_file").splitlines()
+        text = read_input_text(path, "commits_file")
     except (OSError, UnicodeDecodeError) as exc:
         raise t.err("commits_file", f"cannot be read: {exc}") from None
+    if "\x00" in text:
+        return t.problem(t.err("commits_file", f"{path} holds NUL bytes: not a commits file (one "
+                               "commit sha a line, as `git log --format=%H` prints)"), ())
     out = []
-    for line in lines:
+    bad: list[str] = []
+    for number, line in enumerate(text.splitlines(), 1):
         line = line.split("#", 1)[0].strip()
-        if line:
-            out.append(line.split()[0])  # "sha subject" lines, as `git log --oneline` prints
+        if not line:
+            continue
+        sha = line.split()[0]  # "sha subject" lines, as `git log --oneline` prints
+        if not _SHA.fullmatch(sha):
+            bad.append(f"line {number}: {excerpt(sha)}")
+        out.append(sha)
+    if bad:
+        more = f" and {len(bad) - _BAD_LINES_SHOWN} more" if len(bad) > _BAD_LINES_SHOWN else ""
+        return t.problem(t.err("commits_file", f"{path}: expected a commit sha on each line, got "
+                               f"{'; '.join(bad[:_BAD_LINES_SHOWN])}{more}"), tuple(out))
     if not out:
         raise t.err("commits_file", f"{path} lists no commits")
     return tuple(out)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import html
 import re
 
-from auditor.redaction import dump_json, redact, redact_tree
+from auditor.redaction import dump_json, looks_random, redact, redact_tree
 
 # Unicode categories Cc (controls, C0 and C1), Cf (format: bidi embeddings, overrides and
 # isolates, zero-width space/joiners, word joiner, BOM, soft hyphen, tag characters), Zl and Zp
@@ -54,6 +54,31 @@ def console_safe(text: object) -> str:
     return escape(terminal_safe(redact("" if text is None else str(text))))
 
 
+EXCERPT_MAX = 24
+_RANDOM_WORD = re.compile(r"[A-Za-z0-9+/=_-]{20,}")
+
+
+def _masked(m: re.Match[str]) -> str:
+    return "[REDACTED]" if looks_random(m.group()) else m.group()
+
+_LINE_END = re.compile(r"[\x00\n\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029]")
+
+
+def excerpt(text: object, limit: int = EXCERPT_MAX) -> str:
+    """File content quoted in an error message: redacted (in full, before it is cut), only its
+    first line (up to a NUL, newline or other line end), at most ``limit`` characters, control
+    characters escaped, and how long it was when cut: ``'FAKE_TOKEN=[REDACTED]'`` or
+    ``'hunter2-secret-pa…' (61 characters)``. The one way errors show what a file holds."""
+    raw = "" if text is None else str(text)
+    clean = _RANDOM_WORD.sub(_masked, redact(raw))
+    first = _LINE_END.split(clean, 1)[0]
+    cut = len(first) > limit or len(first) < len(clean)
+    shown = terminal_safe(first[:limit])
+    if not cut:
+        return f"'{shown}'"
+    return f"'{shown}…' ({len(raw)} characters)"
+
+
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+!|<>~&])")
 
 
@@ -67,5 +92,6 @@ def html_safe(text: str) -> str:
     return html.escape(document_safe(text), quote=True)
 
 
-__all__ = ["console_safe", "document_safe", "dump_json", "html_safe", "markdown_safe", "redact",
+__all__ = ["console_safe", "document_safe", "dump_json", "excerpt", "html_safe", "markdown_safe",
+           "redact",
            "redact_tree", "terminal_safe"]

@@ -36,6 +36,7 @@ from packaging.utils import canonicalize_name
 from auditor.deps.declaration import parse_requirement
 from auditor.deps.extract.lines import logical_lines
 from auditor.errors import SpecError
+from auditor.textsafe import excerpt
 
 MAX_LOCK_BYTES = 32 * 1024 * 1024
 DEFAULT_PYTHON = "3.12"
@@ -105,6 +106,11 @@ def marker_holds(markers: str, env: Mapping[str, str]) -> bool:
         return Marker(markers).evaluate(dict(env))
     except (InvalidMarker, ValueError, TypeError):
         return True  # cannot tell: assume it applies (stricter)
+
+
+def _reason(exc: Exception) -> str:
+    """The first line of a packaging error: what is wrong, without the text it quotes."""
+    return str(exc).split("\n", 1)[0].strip()[:120]
 
 
 def _err(path: Path, line: int, msg: str) -> SpecError:
@@ -180,7 +186,7 @@ def _read_option(path: Path, line: int, logical: str, indexes: list[tuple[str, s
         value = rest.pop(0)
     if opt in _INDEX_OPTIONS:
         if not value:
-            raise _err(path, line, f"{opt} without a value")
+            raise _err(path, line, f"{excerpt(opt)} without a value")
         indexes.append((_INDEX_OPTIONS[opt], value, line))
         return
     if opt in ("-e", "--editable"):
@@ -188,14 +194,14 @@ def _read_option(path: Path, line: int, logical: str, indexes: list[tuple[str, s
             # pip freeze of a VCS checkout: -e git+https://host/x.git@<sha>#egg=x
             decl = parse_requirement(value, str(path), line)
             if decl is None:
-                raise _err(path, line, f"cannot read the editable {value[:80]!r}")
+                raise _err(path, line, f"cannot read the editable {excerpt(value)}")
             packages.append(LockedPackage(decl.name, None, line, url=decl.url))
         return  # a local path: the project itself (uv export writes "-e .")
     if opt in _FLAGS:
         return
     if opt in ("-r", "--requirement", "-c", "--constraint"):
         raise _err(path, line, f"{opt} includes another file; give one complete lock")
-    raise _err(path, line, f"unknown option {opt!r}")
+    raise _err(path, line, f"unknown option {excerpt(opt)}")
 
 
 def _hashes(path: Path, line: int, options: list[str]) -> tuple[str, ...]:
@@ -204,10 +210,10 @@ def _hashes(path: Path, line: int, options: list[str]) -> tuple[str, ...]:
     for opt in options:
         m = re.fullmatch(r"--hash[=\s]+(\S+)", opt.strip())
         if not m:
-            raise _err(path, line, f"unknown option {opt.strip().split('=')[0][:40]!r}")
+            raise _err(path, line, f"unknown option {excerpt(opt.strip().split('=')[0])}")
         value = m.group(1)
         if not re.fullmatch(r"[a-z0-9]+:[0-9a-fA-F]{32,128}", value):
-            raise _err(path, line, f"malformed --hash {value[:80]!r}")
+            raise _err(path, line, f"malformed --hash {excerpt(value)}")
         hashes.append(value.lower())
     return tuple(hashes)
 
@@ -221,7 +227,7 @@ def _locked(path: Path, line: int, text: str, hashes: tuple[str, ...]) -> Locked
     try:
         req = Requirement(text)
     except InvalidRequirement as exc:
-        raise _err(path, line, f"not a requirement ({str(exc)[:160]})") from None
+        raise _err(path, line, f"not a requirement: {excerpt(text)} ({_reason(exc)})") from None
     markers = str(req.marker) if req.marker else ""
     name = canonicalize_name(req.name)
     if req.url:
@@ -231,8 +237,8 @@ def _locked(path: Path, line: int, text: str, hashes: tuple[str, ...]) -> Locked
                              tuple(sorted(req.extras)))
     specs = list(req.specifier)
     if len(specs) != 1 or specs[0].operator not in ("==", "===") or "*" in specs[0].version:
-        raise _err(path, line, f"{req.name}{req.specifier or ''} is not pinned to one version "
-                   "(==X)")
+        pinned = excerpt(f"{req.name}{req.specifier or ''}")
+        raise _err(path, line, f"{pinned} is not pinned to one version (==X)")
     return LockedPackage(name, specs[0].version, line, hashes, markers, None,
                          tuple(sorted(req.extras)))
 
@@ -272,7 +278,8 @@ def _read_pylock(path: Path, text: str) -> Lock:
     if not isinstance(doc.get("lock-version"), str):
         raise _err(path, 1, "no lock-version: not a PEP 751 pylock.toml")
     if not doc["lock-version"].startswith("1."):
-        raise _err(path, 1, f"lock-version {doc['lock-version']!r} is not supported (1.x)")
+        raise _err(path, 1, f"lock-version {excerpt(doc['lock-version'])} is not supported "
+                   "(1.x)")
     raw = doc.get("packages")
     if not isinstance(raw, list) or not raw:
         raise _err(path, 0, "no [[packages]]")
@@ -289,21 +296,22 @@ def _pylock_package(path: Path, line: int, pkg: Any) -> LockedPackage:
         raise _err(path, line, "a [[packages]] entry without a name")
     version = pkg.get("version")
     if version is not None and not isinstance(version, str):
-        raise _err(path, line, f"{pkg['name']}: version is not a string")
+        raise _err(path, line, f"{excerpt(pkg['name'])}: version is not a string")
     marker = pkg.get("marker", "")
     if not isinstance(marker, str):
-        raise _err(path, line, f"{pkg['name']}: marker is not a string")
+        raise _err(path, line, f"{excerpt(pkg['name'])}: marker is not a string")
     if marker:
         try:
             Marker(marker)
         except InvalidMarker as exc:
-            raise _err(path, line, f"{pkg['name']}: bad marker ({exc})") from None
+            raise _err(path, line, f"{excerpt(pkg['name'])}: bad marker {excerpt(marker)} "
+                       f"({_reason(exc)})") from None
     url = None
     for key in ("vcs", "archive", "directory"):
         if isinstance(pkg.get(key), dict):
             url = str(pkg[key].get("url") or pkg[key].get("path") or "") or None
     if version is None and url is None:
-        raise _err(path, line, f"{pkg['name']}: neither a version nor a source")
+        raise _err(path, line, f"{excerpt(pkg['name'])}: neither a version nor a source")
     return LockedPackage(canonicalize_name(pkg["name"]), version, line,
                          _pylock_hashes(pkg), marker, url)
 

@@ -21,6 +21,7 @@ from typing import Any
 from urllib.parse import quote
 
 from auditor.model import Action, AuditResult, Category, Finding, Severity, StageResult, StageStatus
+from auditor.outputs import write_output_file
 from auditor.report.interface import Formatter
 from auditor.report.view import clean_finding
 from auditor.textsafe import document_safe, dump_json, redact
@@ -192,7 +193,7 @@ def write_stage_sarif(result: StageResult, path: Path) -> None:
         sys.stdout.write(text)
         sys.stdout.flush()
     else:
-        path.write_text(text, encoding="utf-8")
+        write_output_file(path, text, "--sarif")
 
 
 class SarifFormatter(Formatter):

@@ -56,10 +56,29 @@ def short(sha: Any, n: int = 10) -> str:
     return text[:n] if text else "—"
 
 
+#: the most characters of one untrusted text a report shows (the full text stays in audit.json)
+SUBJECT_MAX = 200
+MESSAGE_MAX = 1000
+PATH_MAX = 400
+BODY_MAX = 4000
+SNIPPET_MAX = 4000
+
+
+def capped(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters, saying how much was left out."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… [{len(text) - limit} more characters in audit.json]"
+
+
 def clean_finding(f: Finding) -> Finding:
-    """The finding with every free-text field passed through :func:`~auditor.textsafe.redact`."""
-    return replace(f, message=redact(f.message), snippet=redact(f.snippet), path=redact(f.path),
-                   waiver=redact(f.waiver) if f.waiver else f.waiver, help=redact(f.help))
+    """The finding with every free-text field passed through :func:`~auditor.textsafe.redact`,
+    and cut to what a report shows (:func:`capped`)."""
+    return replace(f, message=capped(redact(f.message), MESSAGE_MAX),
+                   snippet=capped(redact(f.snippet), SNIPPET_MAX),
+                   path=capped(redact(f.path), PATH_MAX), rule=capped(f.rule, SUBJECT_MAX),
+                   waiver=capped(redact(f.waiver), MESSAGE_MAX) if f.waiver else f.waiver,
+                   help=capped(redact(f.help), MESSAGE_MAX))
 
 
 def finding_state(f: Finding) -> str:
@@ -186,9 +205,9 @@ def build_view(audit: AuditResult) -> ReportView:
     for st in stages.values():
         if st.status is StageStatus.INCOMPLETE:
             items = st.not_checked or st.reasons or ("the stage did not finish",)
-            not_checked += [f"{st.name}: {redact(x)}" for x in items]
+            not_checked += [f"{st.name}: {capped(redact(x), MESSAGE_MAX)}" for x in items]
         elif st.not_checked:  # failed stages may also have left things unchecked
-            not_checked += [f"{st.name}: {redact(x)}" for x in st.not_checked]
+            not_checked += [f"{st.name}: {capped(redact(x), MESSAGE_MAX)}" for x in st.not_checked]
     not_requested = tuple(n for n, st in stages.items() if st.status is StageStatus.NOT_REQUESTED)
     verify = stages["verify"]
     proof = _proof(verify) if verify.status is not StageStatus.NOT_REQUESTED else None
@@ -201,7 +220,7 @@ def build_view(audit: AuditResult) -> ReportView:
             by_cat.append((cat, group))
     return ReportView(
         verdict=audit.verdict,
-        reasons=tuple(redact(r) for r in audit.reasons),
+        reasons=tuple(capped(redact(r), MESSAGE_MAX) for r in audit.reasons),
         title=_title(audit),
         stages=lines,
         not_checked=tuple(not_checked),
@@ -466,9 +485,9 @@ def _commits(verify: StageResult, findings: Sequence[Finding]
         author = c.author_name + (f" <{c.author_email}>" if c.author_email else "")
         assert data is not None
         views.append(CommitView(
-            index=i, sha=c.sha, subject=redact(c.subject),
-            body=redact(c.message.partition("\n")[2].strip("\n")),
-            author=redact(author), date=c.author_date, patch_id=as_text(data.patch_id(c.sha)),
+            index=i, sha=c.sha, subject=capped(redact(c.subject), SUBJECT_MAX),
+            body=capped(redact(c.message.partition("\n")[2].strip("\n")), BODY_MAX),
+            author=capped(redact(author), SUBJECT_MAX), date=c.author_date, patch_id=as_text(data.patch_id(c.sha)),
             stats=record.stats, findings=own, counts=Counts.of(own), by_category=tuple(cats)))
     others = []
     upstream = by_commit.pop(None, [])

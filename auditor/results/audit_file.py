@@ -23,7 +23,7 @@ from auditor import jsonschemas
 from auditor.errors import AuditError, InputError, InternalError
 from auditor.inputs import MAX_AUDIT_JSON_BYTES, bounded_depth, read_input_text
 from auditor.model import AUDIT_SCHEMA, AuditResult
-from auditor.results.jsoncheck import Checker
+from auditor.results.jsoncheck import AmbiguousJson, Checker, strict_loads
 
 #: the schema of audit.json (``docs/audit.schema.json``, shipped inside the package)
 SCHEMA_FILE = Path(__file__).with_name("audit.schema.json")
@@ -86,11 +86,13 @@ def load_audit(path: Path, *, label: str = "", error: type[AuditError] = InputEr
     except (OSError, UnicodeDecodeError) as exc:
         raise error(f"{shown}: cannot be read: {exc}") from None
     try:
-        data = bounded_depth(json.loads(text), path, label or "audit.json")
+        data = bounded_depth(strict_loads(text), path, label or "audit.json")
     except RecursionError:
         raise error(f"{shown}: nested too deeply") from None
     except json.JSONDecodeError as exc:
         raise error(f"{shown}: not JSON ({exc.msg} at line {exc.lineno})") from None
+    except AmbiguousJson as exc:
+        raise error(f"{shown}: malformed audit.json: {exc}") from None
     if not isinstance(data, dict):
         raise error(f"{shown}: not an audit.json (a JSON object is expected)")
     if data.get("schema") != AUDIT_SCHEMA:

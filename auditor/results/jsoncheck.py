@@ -12,6 +12,7 @@ same documents with jsonschema itself, which must agree.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -25,6 +26,31 @@ _CHECKED = frozenset({"type", "enum", "const", "properties", "required", "additi
 
 class UnsupportedKeyword(ValueError):
     """The schema uses a keyword this checker does not implement."""
+
+
+class AmbiguousJson(ValueError):
+    """A document that JSON readers read differently: a key twice in one object, or a number
+    JSON does not have (NaN, Infinity)."""
+
+
+def _unique_members(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            shown = key if len(key) <= 60 else key[:60] + "…"
+            raise AmbiguousJson(f"the key {shown!r} appears twice in one object (readers "
+                                "disagree on which one counts)")
+        out[key] = value
+    return out
+
+
+def _no_constant(name: str) -> Any:
+    raise AmbiguousJson(f"{name} is not a JSON number")
+
+
+def strict_loads(text: str) -> Any:
+    """``json.loads``, refusing duplicate keys and NaN/Infinity (:class:`AmbiguousJson`)."""
+    return json.loads(text, object_pairs_hook=_unique_members, parse_constant=_no_constant)
 
 
 @dataclass(frozen=True)

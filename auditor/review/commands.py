@@ -29,7 +29,7 @@ from auditor.review.packets import (
     unchecked_paths,
     write_packets,
 )
-from auditor.review.plan import Plan, check_reviewer, make_plan
+from auditor.review.plan import Plan, check_reviewer, make_plan, reviewer_names
 from auditor.review.series import ReviewSeries, series_of_spec
 from auditor.review.signoffs import (
     ReviewVerdict,
@@ -80,10 +80,17 @@ def scan_findings(spec: Spec, options: Options, series: ReviewSeries) -> Finding
     return replace(found, unchecked=unchecked_paths(series.hunks, result.not_checked))
 
 
-def plan(spec: Spec, reviewers: Sequence[str], out: Path | None, *, scan: bool,
+def plan(spec: Spec, reviewers: Sequence[str] | int, out: Path | None, *, scan: bool,
          options: Options) -> tuple[Plan, list[Path]]:
+    """The plan and its packets. ``reviewers``: names, or a count (``--reviewers N``), which is
+    capped at the series' hunk count; no counted reviewer gets an empty packet."""
     series = series_of_spec(spec)
+    counted = isinstance(reviewers, int)
+    if isinstance(reviewers, int):
+        reviewers = reviewer_names(reviewers, (), hunks=len(series.hunks))
     p = make_plan(series, reviewers)
+    if counted:  # small hunks may share a piece: reviewers left without one get no packet
+        p = replace(p, packets=tuple(x for x in p.packets if x.hunks) or p.packets[:1])
     found = (scan_findings(spec, options, series) if scan
              else Findings({}, "not scanned (--no-scan): run `auditor review plan` without "
                            "--no-scan, or `auditor scan`, to see the findings on these hunks"))

@@ -104,7 +104,16 @@ def _groups(plan: Plan, p: Packet) -> list[tuple[str, str, tuple[str, ...], list
 
 
 def _body(h: Hunk) -> str:
-    return redact(terminal_safe(h.text)) if h.text else ""
+    """The hunk's lines, redacted, each line escaped on its own (newlines stay line breaks; a CR,
+    an ESC or a line separator inside a line is shown as an escape)."""
+    if not h.text:
+        return ""
+    return "\n".join(terminal_safe(line) for line in redact(h.text).split("\n"))
+
+
+def _header(h: Hunk) -> str:
+    """The ``@@`` line: its function context is text from the file, so escaped like the body."""
+    return terminal_safe(redact(h.header))
 
 
 def _commit_line(plan: Plan, h: Hunk) -> str:
@@ -162,8 +171,9 @@ def packet_markdown(plan: Plan, p: Packet, findings: Findings, spec_name: str) -
             if findings.by_hunk.get(h.digest) or h.path in findings.unchecked:
                 out.append("")
             body = _body(h)
-            marker = fence(body)
-            out += [f"{marker}diff", h.header, body, marker, ""]
+            header = _header(h)
+            marker = fence(header + "\n" + body)
+            out += [f"{marker}diff", header, body, marker, ""]
     return "\n".join(out).rstrip("\n") + "\n"
 
 
@@ -227,7 +237,7 @@ def packet_html(plan: Plan, p: Packet, findings: Findings, spec_name: str) -> st
 
 
 def _diff_html(h: Hunk) -> str:
-    rows = [f'<span class="hdr">{html.escape(h.header)}</span>']
+    rows = [f'<span class="hdr">{html.escape(_header(h))}</span>']
     for line in _body(h).split("\n"):
         cls = {"+": "add", "-": "del", "\\": "hdr"}.get(line[:1], "ctx")
         rows.append(f'<span class="{cls}">{html_safe(line) or " "}</span>')

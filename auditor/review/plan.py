@@ -29,8 +29,11 @@ def check_reviewer(name: str) -> str:
     return name
 
 
-def reviewer_names(count: int | None, names: Sequence[str]) -> tuple[str, ...]:
-    """``--reviewer NAME`` repeated, or ``--reviewers N`` (reviewer-1 … reviewer-N)."""
+def reviewer_names(count: int | None, names: Sequence[str], *,
+                   hunks: int | None = None) -> tuple[str, ...]:
+    """``--reviewer NAME`` repeated, or ``--reviewers N`` (reviewer-1 … reviewer-N). ``hunks``:
+    the series' hunk count, which caps N (a reviewer more than there are hunks would get an
+    empty packet); a series without hunks still gets one reviewer."""
     if names:
         if count is not None and count != len(names):
             raise InputError(f"--reviewers {count} but {len(names)} --reviewer name(s) given")
@@ -41,6 +44,8 @@ def reviewer_names(count: int | None, names: Sequence[str]) -> tuple[str, ...]:
         return tuple(names)
     if count is None or count < 1:
         raise InputError("give --reviewers N (N >= 1) or --reviewer NAME (repeated)")
+    if hunks is not None:
+        count = min(count, max(1, hunks))
     return tuple(f"reviewer-{i}" for i in range(1, count + 1))
 
 

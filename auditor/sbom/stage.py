@@ -21,6 +21,7 @@ from auditor.errors import InputError, ToolError
 from auditor.fsutil import atomic_write_text, sha256_file
 from auditor.gitio import Git
 from auditor.model import STAGES, StageResult, StageStatus, Workspace, compute_verdict, status_for
+from auditor.outputs import check_output_file, write_output_file
 from auditor.provenance.gitstate import git_settings
 from auditor.provenance.treehash import manifest_digest
 from auditor.results.audit_file import warm_jsonschema
@@ -269,6 +270,12 @@ def default_sbom_path(sbom_text: str) -> Path:
     return Path("sboms") / f"{name}-{version}.cdx.json"
 
 
+def provenance_path(target: Path) -> Path:
+    """The provenance statement written beside an SBOM file: ``<name>.intoto.json``."""
+    stem = target.name.removesuffix(".json").removesuffix(".cdx")
+    return target.with_name(f"{stem}.intoto.json")
+
+
 def export_sbom(result: StageResult, ctx: Context, output: Path | None) -> Path | None:
     """Copy the stage's SBOM to ``output`` (``-`` for stdout; default under ``sboms/``).
 
@@ -285,17 +292,16 @@ def export_sbom(result: StageResult, ctx: Context, output: Path | None) -> Path 
         sys.stdout.flush()
         return None
     target = output if output is not None else default_sbom_path(text)
-    if target.is_dir():
-        target = target / default_sbom_path(text).name
-    prov = ctx.out_dir / PROVENANCE_FILE
-    stem = target.name.removesuffix(".json").removesuffix(".cdx")
-    prov_target = target.with_name(f"{stem}.intoto.json")
     try:
-        atomic_write_text(target, text)
-        if prov.is_file():
-            atomic_write_text(prov_target, prov.read_text(encoding="utf-8"))
+        target.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise InputError(f"cannot write the SBOM to {target}: {exc.strerror or exc}") from None
+    prov = ctx.out_dir / PROVENANCE_FILE
+    prov_target = provenance_path(target)
+    check_output_file(target, "--output", sidecars=[prov_target] if prov.is_file() else [])
+    write_output_file(target, text, "--output")
+    if prov.is_file():
+        write_output_file(prov_target, prov.read_text(encoding="utf-8"), "--output")
     ctx.progress(f"SBOM written to {target}")
     if prov.is_file():
         ctx.progress(f"provenance statement written to {prov_target}")

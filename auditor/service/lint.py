@@ -29,6 +29,9 @@ service.plugin               process-exec      review  a plugin (Python) loaded 
 service.preload              process-exec      block   LD_PRELOAD, LD_LIBRARY_PATH, PYTHONPATH,
                                                        PYTHONHOME, PYTHONSTARTUP outside the system
                                                        folders (Environment= or on the command line)
+service.device-raw           service           block   ``DeviceAllow=`` of memory, ports, disks or a
+                                                       class glob (auditor.service.devices)
+service.device-allow         service           review  ``DeviceAllow=`` of another non-GPU device
 ===========================  ================  ======  =============================================
 """
 
@@ -42,7 +45,10 @@ from dataclasses import dataclass
 from auditor.errors import InputError
 from auditor.model import Action, Category, Finding, Severity, fingerprint_of
 from auditor.service.address import bind_address
+from auditor.service.devices import device_name, is_gpu_device, is_raw_device
+from auditor.service.engine_args import CONFIG_OPTION, command_uses, shell_script_index
 from auditor.service.render import traits_of
+from auditor.service.shell_refs import shell_argv_refs, systemd_refs
 from auditor.service.unitfile import (
     Command,
     Directive,
@@ -95,11 +101,13 @@ TRUST_REMOTE_CODE = _rule("trust-remote-code", Category.PROCESS_EXEC, Severity.H
 WRITABLE_CODE = _rule("code-from-writable", Category.PROCESS_EXEC, Severity.CRITICAL, Action.BLOCK)
 PLUGIN = _rule("plugin", Category.PROCESS_EXEC, Severity.MEDIUM, Action.REVIEW)
 PRELOAD = _rule("preload", Category.PROCESS_EXEC, Severity.CRITICAL, Action.BLOCK)
+RAW_DEVICE = _rule("device-raw", Category.SERVICE, Severity.CRITICAL, Action.BLOCK)
+DEVICE = _rule("device-allow", Category.SERVICE, Severity.MEDIUM, Action.REVIEW)
 
 RULES: tuple[Rule, ...] = (KEY_ON_ARGV, KEY_IN_UNIT, EXPOSED, LOOPBACK_NO_KEY, BIND_ALL, ROOT, UMASK,
                            TELEMETRY, REQUEST_LOGGING, RESTART, DIRECTORY_MODE, DEV_SHM, HARDENING,
                            EXPOSURE_RULE, VERIFY_RULE, TRUST_REMOTE_CODE, WRITABLE_CODE, PLUGIN,
-                           PRELOAD)
+                           PRELOAD, RAW_DEVICE, DEVICE)
 
 #: flags whose value is a file the server loads: a Python plugin (code) or a chat template
 CODE_FLAGS = ("--tool-parser-plugin", "--reasoning-parser-plugin")
@@ -120,6 +128,10 @@ SECRET_FLAGS = ("--api-key", "--hf-token", "--token")
 _SECRET_FLAG_IN_TEXT = re.compile(r"(?<![\w-])(--api-key|--hf-token|--token)(?:=|\s|$)")
 _TOKEN_SHAPES = re.compile(r"\b(sk-[A-Za-z0-9_-]{16,}|hf_[A-Za-z0-9]{20,}|gh[pousr]_[A-Za-z0-9]{20,}"
                            r"|xox[abpr]-[A-Za-z0-9-]{10,})")
+HOST_OPTION = "--host"
+#: options whose exact spelling is not an abbreviation of another one we look for
+KNOWN_OPTIONS = ("--host", "--port", "--model", CONFIG_OPTION, "--api-key", "--hf-token",
+                 "--trust-remote-code", *CODE_FLAGS, *TEMPLATE_FLAGS)
 _VAR_REF = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)")
 
 
@@ -166,7 +178,9 @@ class _Linter:
         return name == self.profile.api_key_env or bool(SECRET_NAME.search(name))
 
     def main_commands(self) -> list[Command]:
-        return [c for c in commands(self.unit) if c.directive.key == "ExecStart"]
+        """The commands of the ExecStart= lines still in force (an empty one resets them)."""
+        live = {id(d) for d in self.unit.effective_list(S, "ExecStart")}
+        return [c for c in commands(self.unit) if id(c.directive) in live]
 
     def writable_dirs(self) -> tuple[str, ...]:
         """Folders the service can write: the well-known ones, those the unit creates for it
@@ -192,29 +206,41 @@ class _Linter:
     def key_on_argv(self) -> None:
         for cmd in commands(self.unit):
             d = cmd.directive
-            for i, word in enumerate(cmd.argv):
-                seen = systemd_dollars(word)
-                refs = [n for n in _VAR_REF.findall(seen) if self.is_secret_name(n)]
+            argv = [systemd_dollars(a) for a in cmd.argv]
+            refs = [n for w in cmd.argv for n in systemd_refs(w) if self.is_secret_name(n)]
+            if refs:
+                self.add(KEY_ON_ARGV, d.line, f"{d.key}= expands ${refs[0]} into a command "
+                         "line: the key becomes readable in /proc and in the server's "
+                         "start-up log; read it from an EnvironmentFile= or a credential",
+                         f"{d.key} ${refs[0]}", directive=d)
+                return
+            at = shell_script_index(argv)
+            if at is not None:
+                named = shell_argv_refs(argv[at])
+                if named is None:  # cannot be split: any variable it names may reach an argv
+                    named = _VAR_REF.findall(argv[at])
+                refs = [n for n in named if self.is_secret_name(n)]
                 if refs:
-                    self.add(KEY_ON_ARGV, d.line, f"{d.key}= expands ${refs[0]} into a command "
-                             "line: the key becomes readable in /proc and in the server's "
-                             "start-up log; read it from an EnvironmentFile= or a credential",
-                             f"{d.key} ${refs[0]}", directive=d)
+                    self.add(KEY_ON_ARGV, d.line, f"{d.key}= runs a shell script that puts "
+                             f"${refs[0]} on a command's argument list (or prints it): the key "
+                             "becomes readable in /proc or the journal; let the server read the "
+                             "variable from its environment", f"{d.key} sh ${refs[0]}",
+                             directive=d)
                     return
-                flag = next((f for f in SECRET_FLAGS if word == f and i + 1 < len(cmd.argv)
-                             or word.startswith(f + "=")), None)
-                secret = None
-                if flag is not None:
-                    secret = word.split("=", 1)[1] if "=" in word else cmd.argv[i + 1]
-                elif " " in word:
-                    m = _SECRET_FLAG_IN_TEXT.search(seen)
-                    flag = m.group(1) if m else None
-                if flag is not None:
-                    self.add(KEY_ON_ARGV, d.line, f"{d.key}= passes {flag} on the command line: "
-                             "the secret is readable in /proc and vLLM logs its non-default "
-                             "arguments; use the key variable from an EnvironmentFile= or a "
-                             "credential", f"{d.key} {flag}", directive=d, secret=secret)
-                    return
+            uses = command_uses(argv, SECRET_FLAGS, known=KNOWN_OPTIONS)
+            flag: str | None = uses[0].option if uses else None
+            secret = uses[0].value if uses and not uses[0].in_shell else None
+            if uses is None or (flag is None and any(
+                    " " in w and _SECRET_FLAG_IN_TEXT.search(w) for w in argv)):
+                m = next(filter(None, (_SECRET_FLAG_IN_TEXT.search(w) for w in argv)), None)
+                flag = m.group(1) if m else flag
+            if flag is not None:
+                self.add(KEY_ON_ARGV, d.line, f"{d.key}= passes {flag} on the command line: "
+                         "the secret is readable in /proc and vLLM logs its non-default "
+                         "arguments; use the key variable from an EnvironmentFile= or a "
+                         "credential", f"{d.key} {flag}", directive=d, secret=secret)
+                return
+            for word in cmd.argv:
                 token = _TOKEN_SHAPES.search(word)
                 if token:
                     self.add(KEY_ON_ARGV, d.line, f"{d.key}= holds a literal that looks like a "
@@ -235,19 +261,30 @@ class _Linter:
                      "SetCredential", directive=d, secret=d.value.partition(":")[2] or None)
 
     def host(self) -> tuple[str | None, Directive | None]:
-        """The address the server binds (None: unknown, assume every interface)."""
+        """The address the server binds (None: unknown, assume every interface), read as the
+        engine's parser reads its command line (auditor.service.engine_args): the last --host
+        wins, in any spelling the parser accepts. Across several ExecStart= commands, and among
+        the commands of a shell script, the widest address counts."""
+        found: list[tuple[str | None, Directive | None]] = []
         for cmd in self.main_commands():
             argv = [systemd_dollars(a) for a in cmd.argv]
-            for i, word in enumerate(argv):
-                if word == "--host" and i + 1 < len(argv):
-                    return argv[i + 1], cmd.directive
-                if word.startswith("--host="):
-                    return word.split("=", 1)[1], cmd.directive
-            for word in argv:  # a shell script given as one word (sh -c '... --host X ...')
-                m = re.search(r"(?<![\w-])--host(?:=|\s+)[\"']?([^\s\"';]+)", word)
-                if " " in word and m:
-                    return m.group(1), cmd.directive
-        return self.traits.default_host, None
+            uses = command_uses(argv, (HOST_OPTION, CONFIG_OPTION), known=KNOWN_OPTIONS)
+            if uses is None:  # a shell script that cannot be split
+                found.append((None, cmd.directive))
+                continue
+            hosts = [u for u in uses if u.option == HOST_OPTION]
+            direct = [u for u in hosts if not u.in_shell]
+            shell = [u for u in hosts if u.in_shell]
+            if direct:
+                found.append((direct[-1].value, cmd.directive))
+            elif any(u.option == CONFIG_OPTION for u in uses):
+                found.append((None, cmd.directive))  # a config file may set it
+            elif not shell:
+                found.append((self.traits.default_host, None))
+            found += [(u.value, cmd.directive) for u in shell]
+        if not found:
+            return self.traits.default_host, None
+        return max(found, key=lambda hd: _width(hd[0]))
 
     def key_source(self) -> bool:
         key_env = self.profile.api_key_env
@@ -454,6 +491,22 @@ class _Linter:
                      "install them in the engine's environment instead",
                      f"{name} {' '.join(outside)}", directive=d)
 
+    def devices(self) -> None:
+        """``DeviceAllow=``: the GPU's nodes are expected; anything else is a finding."""
+        for d in self.unit.effective_list(S, "DeviceAllow"):
+            name = device_name(unspecify(d.value))
+            if is_gpu_device(name):
+                continue
+            if is_raw_device(name):
+                self.add(RAW_DEVICE, d.line, f"DeviceAllow={d.value.strip()} opens {name!r} to "
+                         "the server: host memory, I/O ports, raw disks or a whole class of "
+                         "devices, past every file-system restriction; allow only the GPU's "
+                         "nodes", f"DeviceAllow {name}", directive=d)
+            else:
+                self.add(DEVICE, d.line, f"DeviceAllow={d.value.strip()} opens {name!r}, which "
+                         "is not a GPU node: an inference server needs only its GPU; review "
+                         "why it needs this one", f"DeviceAllow {name}", directive=d)
+
     def hardening(self) -> None:
         missing: list[str] = []
         for key, ok, want in _HARDENING:
@@ -469,6 +522,14 @@ class _Linter:
         if missing:
             self.add(HARDENING, self.service_line, "missing hardening: " + ", ".join(missing),
                      "missing " + " ".join(missing))
+
+
+def _width(host: str | None) -> int:
+    """How widely ``host`` listens: 2 every interface or unknown, 1 one address, 0 loopback."""
+    if host is None or "$" in host:
+        return 2
+    bound = bind_address(host)
+    return 2 if bound.everywhere else 0 if bound.loopback else 1
 
 
 def _flag_values(argv: list[str], flags: tuple[str, ...]) -> Iterator[tuple[str, str]]:
@@ -586,7 +647,7 @@ def lint_unit(unit: UnitFile, profile: EngineProfile) -> list[Finding]:
     steps: tuple[Callable[[], None], ...] = (
         linter.key_on_argv, linter.key_in_unit, linter.exposure, linter.root_user, linter.umask,
         linter.telemetry, linter.request_logging, linter.restart, linter.directory_modes,
-        linter.dev_shm, linter.launch_flags, linter.loaders, linter.hardening)
+        linter.dev_shm, linter.launch_flags, linter.loaders, linter.devices, linter.hardening)
     for step in steps:
         step()
     return linter.findings

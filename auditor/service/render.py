@@ -42,6 +42,8 @@ from typing import Any
 
 from auditor.errors import SpecError
 from auditor.service.address import bind_address
+from auditor.service.devices import is_raw_device
+from auditor.service.engine_args import CONFIG_OPTION, option_uses
 from auditor.service.escape import absolute_path, env_assignment, exec_word, plain_value
 from auditor.service.unitfile import parse_unit
 from auditor.spec import EngineProfile, ServiceSpec
@@ -304,6 +306,7 @@ def _exec_line(service: ServiceSpec, profile: EngineProfile, traits: ServerTrait
         if _KEY_FLAG_RE.match(arg) or (key_env and re.search(rf"\${{?{key_env}\b", arg)):
             raise err(f"extra_args[{i}]", "the API key never goes on the command line",
                       hint="use api_key_file or api_key_credential")
+    _check_extra_options(service.extra_args, traits, err)
     values = {"exec": exec_path, "model": service.model, "host": host, "port": str(service.port)}
     argv = [re.sub(r"\{(exec|model|host|port)\}", lambda m: values[m.group(1)], word)
             for word in profile.server_argv] or [exec_path]
@@ -319,6 +322,28 @@ def _exec_line(service: ServiceSpec, profile: EngineProfile, traits: ServerTrait
         assert key_env is not None
         exec_line = _credential_wrapper(key_env, service.name) + " " + exec_line
     return exec_line
+
+
+#: options of the server the unit sets itself (or that would bring in settings it cannot see)
+_OWN_OPTIONS = {
+    "--host": "the unit binds service.host; set host (and client_networks) instead",
+    "--port": "the unit listens and probes on service.port; set port instead",
+    CONFIG_OPTION: "a config file can set the host, the key or plugins the unit cannot check; "
+                   "give the options in extra_args",
+    "--api-key": "the API key never goes on the command line; use api_key_file or "
+                 "api_key_credential",
+}
+
+
+def _check_extra_options(extra_args: tuple[str, ...], traits: ServerTraits,
+                         err: _Errors) -> None:
+    """Refuses ``extra_args`` that override what the unit sets, in any spelling the engine's
+    parser accepts (``--host=…``, ``--ho …``, ``--api_key``): the last one would win."""
+    wanted = [*_OWN_OPTIONS, *([traits.key_file_flag] if traits.key_file_flag else [])]
+    for use in option_uses(list(extra_args), wanted, known=wanted, strict=True):
+        why = _OWN_OPTIONS.get(use.option, "the unit hands the key file over itself")
+        raise err(f"extra_args[{use.index}]", f"{use.written!r} sets {use.option}, which the "
+                  "unit sets itself: the last one on the command line wins", hint=why)
 
 
 def _environment(service: ServiceSpec, profile: EngineProfile,
@@ -351,7 +376,13 @@ def _devices(service: ServiceSpec, err: _Errors) -> tuple[list[str], list[str]]:
             continue
         if not d.startswith("/dev/"):
             raise err(f"devices[{i}]", f"expected a GPU index or a /dev path, got {d!r}")
-        device_nodes.append(absolute_path(d, key=f"service.devices[{i}]", file=err.spec_file))
+        node = absolute_path(d, key=f"service.devices[{i}]", file=err.spec_file)
+        if is_raw_device(node) or "/../" in node or node.endswith("/.."):
+            raise err(f"devices[{i}]", f"{d!r} gives the server host memory, I/O ports, raw "
+                      "disks or several devices at once; the unit allows only single device "
+                      "nodes", hint="list GPU indices (\"0\", \"1\"); the unit allows their "
+                      "nodes itself")
+        device_nodes.append(node)
     return gpu_indices, device_nodes
 
 

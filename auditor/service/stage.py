@@ -22,6 +22,7 @@ from auditor.errors import InputError, ToolError
 from auditor.fsutil import atomic_write_text
 from auditor.inputs import read_input_text
 from auditor.model import Finding, StageResult, fingerprint_of, status_for
+from auditor.outputs import check_output_file, write_output_file
 from auditor.results.unit import ExposureScore, UnitData, UnitVerify
 from auditor.service import analyze
 from auditor.service.lint import EXPOSURE_RULE, VERIFY_RULE, lint_unit
@@ -44,8 +45,9 @@ class UnitStage(Stage):
         rendered = render_unit(service, ctx.spec.profile, spec_file=str(ctx.spec.path),
                                tool_version=__version__)
         ctx.out_dir.mkdir(parents=True, exist_ok=True)
-        _write(ctx.out_dir / rendered.unit_name, rendered.text, 0o644)
-        _write(ctx.out_dir / rendered.env_example_name, rendered.env_example_text, 0o600)
+        atomic_write_text(ctx.out_dir / rendered.unit_name, rendered.text, mode=0o644)
+        atomic_write_text(ctx.out_dir / rendered.env_example_name, rendered.env_example_text,
+                          mode=0o600)
         ctx.progress(f"wrote {rendered.unit_name} and {rendered.env_example_name}")
         unit = parse_unit(rendered.text, rendered.unit_name)
         return check_unit(unit, ctx.spec.profile, ctx.workdir / "unit-check",
@@ -121,31 +123,28 @@ def check_unit_file(path: Path, profile: str) -> StageResult:
         return check_unit(unit, prof, Path(work), Rendered(unit=str(path)))
 
 
+def env_example_path(output: Path) -> Path:
+    """The example environment file written beside the unit file ``output``."""
+    return output.with_name(f"{output.stem}.env.example")
+
+
 def export_unit(result: StageResult, ctx: Context, output: Path) -> None:
     """Copy the rendered unit to ``output`` and the example environment file next to it.
 
-    ``output`` may be a folder (the unit keeps its name there) or ``-`` (the unit on stdout, no
-    example file).
+    ``output`` is a regular file (new or replaced) or ``-`` (the unit on stdout, no example file);
+    anything else is refused (:func:`auditor.outputs.check_output_file`).
     """
     data = result.data_as(UnitData)
     if data is None or not data.unit:
         return  # nothing was rendered; the stage's status says why
-    name = data.unit
-    text = (ctx.out_dir / name).read_text(encoding="utf-8")
+    text = (ctx.out_dir / data.unit).read_text(encoding="utf-8")
     if str(output) == "-":
         sys.stdout.write(text)
         return
-    if output.is_dir():
-        output = output / name
-    if not output.parent.is_dir():
-        raise InputError(f"{output.parent}: no such directory for {output.name}")
-    _write(output, text, 0o644)
     env_name = data.env_example
+    sidecar = env_example_path(output)
+    check_output_file(output, "--output", sidecars=[sidecar] if env_name else [])
+    write_output_file(output, text, "--output", mode=0o644)
     if env_name:
         env_text = (ctx.out_dir / env_name).read_text(encoding="utf-8")
-        _write(output.with_name(f"{output.stem}.env.example"), env_text, 0o600)
-
-
-def _write(path: Path, text: str, mode: int) -> None:
-    """Atomically, with ``mode`` from the start (never briefly more open)."""
-    atomic_write_text(path, text, mode=mode)
+        write_output_file(sidecar, env_text, "--output", mode=0o600)

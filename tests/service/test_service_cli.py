@@ -86,21 +86,22 @@ def test_render_refuses_a_control_character_in_a_service_value(tmp_path, case, k
     assert not out.exists()
 
 
-def test_render_to_stdout_or_into_a_folder(tmp_path, case):
+def test_render_to_stdout_but_never_into_a_folder(tmp_path, case):
     spec = _spec(tmp_path, case, api_key_file="/etc/vllm/vllm.env")
     res = runner.invoke(app, ["unit", "render", str(spec), "-o", "-"])
     assert res.exit_code == (0 if HAS_ANALYZE else 3), res.stderr
     assert parse_unit(res.stdout, "vllm.service").last("Service", "User").value == "vllm"
     folder = tmp_path / "units"
     folder.mkdir()
-    runner.invoke(app, ["unit", "render", str(spec), "-o", str(folder)])
-    assert sorted(p.name for p in folder.iterdir()) == ["vllm.env.example", "vllm.service"]
+    res = runner.invoke(app, ["unit", "render", str(spec), "-o", str(folder)])  # issue 30 item 14
+    assert res.exit_code == 2 and "is a directory" in _err(res)
+    assert list(folder.iterdir()) == []
 
 
 def test_render_names_a_missing_output_directory(tmp_path, case):
     spec = _spec(tmp_path, case, api_key_file="/etc/vllm/vllm.env")
     res = runner.invoke(app, ["unit", "render", str(spec), "-o", str(tmp_path / "no" / "u")])
-    assert res.exit_code == 2 and "no such directory" in _err(res)
+    assert res.exit_code == 2 and "does not exist" in _err(res)
 
 
 BAD = """\

@@ -157,6 +157,17 @@ BAD = [
            "ExecStart=/bin/sh -c 'PYTHONPATH=/home/me/patches exec vllm serve /srv/models/qwen "
            "--host 127.0.0.1'"), 8, Action.BLOCK),
 ] + [
+    # issue 30 item 25: any device beyond the GPU's nodes (line 38, after the GPU's DeviceAllow=)
+    ("service.device-raw", _edit("IPAddressDeny=any", f"DeviceAllow={dev}\nIPAddressDeny=any"),
+     38, Action.BLOCK)
+    for dev in ("/dev/mem rw", "/dev/kmem", "/dev/port r", "/dev/sda rw", "/dev/nvme0n1 r",
+                "block-sd rw", "char-mem rw", "char-* rw", "/dev/nvidia* rw", "/dev/mapper/root",
+                "/dev/../dev/mem", "/dev/disk/by-id/x", "/dev/kvm", "mem rw", '"/dev/mem" rw')
+] + [
+    ("service.device-allow", _edit("IPAddressDeny=any", f"DeviceAllow={dev}\nIPAddressDeny=any"),
+     38, Action.REVIEW)
+    for dev in ("/dev/infiniband/uverbs0 rw", "char-input r", "/dev/snd/pcmC0D0p")
+] + [
     ("service.bind-all", _edit(HOST, f"--host {host} --port 8000"), 8, Action.REVIEW)
     for host in ("0", "0.0", "0x0", "000.0.0", "::0", "[::]", "0:0:0:0:0:0:0:0", "::ffff:0.0.0.0",
                  "0.0.0.0", '""', "*")
