@@ -1,12 +1,19 @@
 """A line- and column-preserving CUDA -> C++ shim, so the C/C++ semgrep rules can read ``.cu`` files.
 
 Semgrep does not recognise ``.cu``/``.cuh``, and parsed as C++ they fail on ``__global__`` and on
-``kernel<<<grid, block>>>(...)``. :func:`cuda_to_cpp` blanks the CUDA-only parts with spaces: the
-execution-space and memory-space qualifiers, ``__launch_bounds__(...)`` and friends, and the launch
-configuration ``<<<...>>>`` (leaving an ordinary call ``kernel         (...)``). Every other byte,
-every newline and every column stays where it was, so a finding at line L, column C of the shimmed
-copy is at line L, column C of the ``.cu`` file. Comments, string and character literals are left
-untouched.
+``kernel<<<grid, block>>>(...)``. :func:`cuda_to_cpp` rewrites the CUDA-only parts in place: the
+execution-space and memory-space qualifiers and ``__launch_bounds__(...)`` and friends are blanked
+with spaces; the launch configuration is runtime code (its grid, block, shared-memory and stream
+expressions run on the host: ``k<<<n + 0 * system("..."), 128>>>(...)`` compiles), so its
+delimiters become parentheses, ``k(  grid, block  )(args)``, and every expression in it stays at
+its own columns, read by the rules like any call argument. Every other byte, every newline and
+every column stays where it was, so a finding at line L, column C of the shimmed copy is at line L,
+column C of the ``.cu`` file. Comments, string and character literals are left untouched.
+
+Nothing is blanked that the shim cannot prove inert: an attribute whose arguments hold a literal,
+a block, a lambda or a statement, and a launch configuration holding a block or a statement, are
+left as they are; the parser then reads them or reports that it cannot (the file is not checked),
+never a silent blank.
 """
 
 from __future__ import annotations
@@ -57,7 +64,7 @@ def cuda_to_cpp(text: str) -> str:
         if not code[m.start()]:
             continue
         close = _matching_paren(text, code, m.end() - 1)
-        if close is not None:
+        if close is not None and _inert(text, code, m.end(), close):
             blank(m.start(), close + 1)
     pos = 0
     while True:
@@ -69,9 +76,18 @@ def cuda_to_cpp(text: str) -> str:
             continue
         end = _launch_end(text, code, start + 3)
         if end is not None:
-            blank(start, end)
+            # `<<<` -> `(  `, `>>>` -> `  )`: the configuration becomes the arguments of a call
+            out[start:start + 3] = ["(", " ", " "]
+            out[end - 3:end] = [" ", " ", ")"]
             pos = end
     return "".join(out)
+
+
+def _inert(text: str, code: list[bool], start: int, end: int) -> bool:
+    """Whether ``text[start:end]`` (an attribute's arguments) is a constant expression the shim
+    may blank: no literal (a string or character), no block, lambda or statement."""
+    return all(code[i] for i in range(start, end) if not text[i].isspace()) and not any(
+        code[i] and text[i] in "{};[]\"'" for i in range(start, end))
 
 
 def _matching_paren(text: str, code: list[bool], open_at: int) -> int | None:

@@ -1,7 +1,10 @@
 """The scan engine: files in scope -> cached scanner runs -> attributed, policed findings.
 
 1. Scope: the files the series changed (``diff``) or every bundle file (``full``); binaries and
-   symlinks are left to the verify stage; a file that cannot be read or decoded is not checked.
+   symlinks are the verify stage's, but a file is also scanned as the language of every link
+   name that reaches it, and a link that changes its target's language is a finding
+   (:mod:`auditor.scan.symlinks`); a file that cannot be read or decoded is not checked,
+   nor one past the size and longest-line caps (:mod:`auditor.scan.limits`) when it needs rules.
 2. Cache: each (file, scanner) pair is looked up by content; only misses are scanned, every
    scanner once, in parallel (semgrep and bandit are separate processes).
 3. Attribution (after the cache): blame over the series range gives each finding the commit that
@@ -15,6 +18,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import re
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -25,6 +29,7 @@ from pathlib import Path
 from auditor.gitio import Git
 from auditor.model import (
     Action,
+    Category,
     Finding,
     Scope,
     Severity,
@@ -37,10 +42,10 @@ from auditor.provenance.blame import Blamed, line_origins, walked
 from auditor.provenance.bundlefiles import bundle_files
 from auditor.results.scan import CacheTally, ScanData
 from auditor.scan import derived as derived_mod
-from auditor.scan import pool
+from auditor.scan import pool, symlinks
 from auditor.scan.cache import CacheEntry, ResultCache, cache_key
 from auditor.scan.coverage import assess
-from auditor.scan.files import ReadResult, classify, split_lines
+from auditor.scan.files import ReadResult, classify, family_of, split_lines
 from auditor.scan.fingerprint import scan_fingerprint
 from auditor.scan.interface import (
     FileError,
@@ -51,6 +56,7 @@ from auditor.scan.interface import (
     ScanTarget,
     all_failed,
 )
+from auditor.scan.limits import oversize
 from auditor.scan.merge import merge_same_concern
 from auditor.scan.scope import attribute, changed_paths, read_blobs, upstream_blobs
 from auditor.scan.slicing import SliceTally, slice_cache, slice_targets
@@ -98,7 +104,10 @@ def run_scan(ws: Workspace, scanners: Sequence[Scanner], config: ScanConfig, wor
     progress(f"scan ({config.scope.value}): reading {len(in_scope)} file(s)")
 
     not_checked: dict[str, list[str]] = {}
-    bundle = _read_bundle(ws, in_scope, not_checked, skipped)
+    links, new_links = _links_in_scope(ws, config.scope, changed)
+    # a link's target is read too (diff scope: also when only the link changed)
+    extra = sorted({lk.target for lk in links if lk.target} - set(in_scope))
+    bundle = _read_bundle(ws, sorted([*in_scope, *extra]), not_checked, skipped)
     # full scope: upstream's copy of each changed text file, to tell inherited findings apart
     baseline = _baseline(ws, bundle, changed, upstream) if config.scope is Scope.FULL else []
 
@@ -112,6 +121,8 @@ def run_scan(ws: Workspace, scanners: Sequence[Scanner], config: ScanConfig, wor
     # derived readings (a Dockerfile's shell text, a Python file as the interpreter decodes it)
     # are scanned beside the files; their findings and errors belong to the file's path
     targets = derived_mod.expand(bundle + baseline)
+    readings, link_findings = _link_readings(links, bundle)
+    targets += readings
     try:
         tally = _Tally()
         versions: dict[str, str] = {}
@@ -121,7 +132,7 @@ def run_scan(ws: Workspace, scanners: Sequence[Scanner], config: ScanConfig, wor
             results = _run_scanners(scanners, targets, config, workdir, tally, versions,
                                     progress)
         raw = _raw_by_file(scanners, results, targets, _owners(bundle + baseline, targets))
-        blamer.blame([t for t in to_blame if raw.get(t.key)])
+        blamer.blame([t for t in to_blame if raw.get(t.key)] + [t for t, _f in link_findings])
         judged = assess(bundle, [t for t in targets if t.origin is Origin.BUNDLE], scanners,
                         results, _gives, blamer.changed_lines)
         for path, reasons in judged.not_checked.items():
@@ -130,10 +141,12 @@ def run_scan(ws: Workspace, scanners: Sequence[Scanner], config: ScanConfig, wor
     finally:
         blamer.close()
 
-    attributed = _Attributed(scope=config.scope, changed=changed, origins=origins,
+    attributed = _Attributed(scope=config.scope, changed=changed | new_links, origins=origins,
                              upstream_prints=_upstream_prints(baseline, raw),
                              judge=_LazyJudge(ws, config.package_indexes))
     findings = [f for t in bundle for f in _findings_of(t, raw.get(t.key, []), attributed)]
+    findings += [f for t, rf in link_findings
+                 for f in _findings_of(t, [(_LINK_SCANNER, rf)], attributed)]
     findings = config.policy.apply(findings)
     findings = apply_waivers(findings, config.waivers, today=config.today)
     findings = merge_same_concern(findings)  # after policy and waivers: each rule judged alone
@@ -152,6 +165,76 @@ def run_scan(ws: Workspace, scanners: Sequence[Scanner], config: ScanConfig, wor
         uncovered=tuple(judged.uncovered), notes=tuple(judged.notes) + tuple(sliced.notes()))
     return StageResult(name="scan", status=status_for(findings, nc_lines, ()), data=data,
                        findings=tuple(findings), not_checked=nc_lines)
+
+
+class _LinkScanner(Scanner):
+    """The name symlink findings carry (they are made here, not by a scanner run)."""
+
+    name = "symlink"
+
+    def version(self) -> str:
+        return "1"
+
+    def options_key(self) -> str:
+        return ""
+
+    def accepts(self, target: ScanTarget) -> bool:
+        return False
+
+    def scan(self, files: Sequence[ScanTarget], workdir: Path) -> ScannerRun:
+        return ScannerRun(findings={}, errors={})
+
+
+_LINK_SCANNER = _LinkScanner()
+
+
+def _links_in_scope(ws: Workspace, scope: Scope,
+                    changed: set[str]) -> tuple[list[symlinks.Link], set[str]]:
+    """The bundle's symlinks the scan reads (every one in ``full`` scope; in ``diff`` scope those
+    the series added or changed and those that reach a changed file), and the added or changed
+    ones."""
+    paths = [p for p, f in ws.manifest.items() if f.mode == symlinks.MODE_LINK]
+    if not paths:
+        return [], set()
+    every = symlinks.links_of(ws.manifest, bundle_files(ws).read_entries, paths)
+    upstream = {p: e.sha for p, e in Git(ws.upstream_repo).ls_tree(ws.upstream_tree).items()
+                if e.mode == symlinks.MODE_LINK}
+    new = {lk.path for lk in every if upstream.get(lk.path) != ws.manifest[lk.path].blob}
+    if scope is Scope.FULL:
+        return every, new
+    return [lk for lk in every if lk.path in new or lk.target in changed], new
+
+
+def _link_readings(links: Sequence[symlinks.Link], bundle: Sequence[ScanTarget],
+                   ) -> tuple[list[ScanTarget], list[tuple[ScanTarget, RawFinding]]]:
+    """For each link whose name gives its target another language: the target's text read as the
+    link's language (findings at the target's lines), and the link's own finding (with the link
+    as a one-line target, its text what git holds for it)."""
+    by_path = {t.path: t for t in bundle}
+    readings: list[ScanTarget] = []
+    found: list[tuple[ScanTarget, RawFinding]] = []
+    for lk in links:
+        if lk.target is None:
+            continue
+        target = by_path.get(lk.target)
+        head = target.text[:256] if target is not None else ""
+        family = family_of(lk.path, head)
+        own = target.family if target is not None else None
+        if family is None or family == own:
+            continue
+        if target is not None:
+            text = target.text
+            sha = hashlib.sha256(f"link:{family}\0".encode() + text.encode("utf-8")).hexdigest()
+            readings.append(ScanTarget(
+                key=symlinks.link_reading_key(target.key, lk.path), path=target.path,
+                origin=Origin.BUNDLE, sha256=sha, family=family, text=text,
+                derived=f"symlink-{family}"))
+        link_t = ScanTarget(key=f"l:{lk.path}", path=lk.path, origin=Origin.BUNDLE,
+                            sha256="", family=None, text=lk.text)
+        found.append((link_t, RawFinding(
+            rule=symlinks.RULE, category=Category.OBFUSCATION, severity=Severity.HIGH, line=1,
+            end_line=1, message=symlinks.describe(lk, family, own), help=symlinks.HELP)))
+    return readings, found
 
 
 def _scope(ws: Workspace, scope: Scope, changed: set[str]) -> tuple[list[str], list[str]]:
@@ -173,10 +256,17 @@ def _read_bundle(ws: Workspace, in_scope: Sequence[str], not_checked: dict[str, 
     for path in in_scope:
         r = (classify(path, got.contents[path]) if path in got.contents
              else ReadResult(path, error=got.errors.get(path, "cannot be read")))
+        big = (oversize(path, r.family, r.text, len(got.contents[path]))
+               if r.text is not None else None)
         if r.error is not None:
             not_checked.setdefault(r.path, []).append(r.error)
         elif r.skipped is not None:
             skipped.append(f"{r.path}: {r.skipped}")
+        elif big is not None:  # never given to a scanner: it would stall the scan
+            if big.needs_rules:
+                not_checked.setdefault(r.path, []).append(big.reason)
+            else:
+                skipped.append(f"{r.path}: {big.reason} (its kind needs no rules)")
         else:
             assert r.text is not None
             bundle.append(ScanTarget(key=f"b:{r.path}", path=r.path, origin=Origin.BUNDLE,
@@ -192,7 +282,8 @@ def _baseline(ws: Workspace, bundle: Sequence[ScanTarget], changed: set[str],
     baseline: list[ScanTarget] = []
     for path, sha in sorted(want.items()):  # read_blobs raises on a missing object
         r = classify(path, blobs[sha])
-        if r.text is not None:
+        # past the caps: no baseline (the bundle's findings are then not taken for inherited)
+        if r.text is not None and oversize(path, r.family, r.text, len(blobs[sha])) is None:
             baseline.append(ScanTarget(key=f"u:{path}", path=path, origin=Origin.UPSTREAM,
                                        sha256=r.sha256, family=r.family, text=r.text))
     return baseline

@@ -10,7 +10,13 @@ every decoded line back to the raw line it came from (a codec may turn one raw l
 A declaration of any codec other than UTF-8, ASCII or Latin-1 is itself a finding
 (:class:`CodingScanner`): legitimate source has no reason for one. A codec Python does not know, or
 bytes the declared codec cannot decode, make the interpreter refuse the file: that is reported
-too, and the file is scanned as it is.
+too, and the file is scanned as it is. Two refusals are obfuscation of their own, never a crash of
+the reading: a codec that is no text encoding (``rot13``, ``base64``, ``zlib``, ``hex``, ``bz2``,
+``uu`` ... turn bytes into bytes; this interpreter refuses them, an older one or a registered
+stand-in runs them), and a codec this interpreter does not know (one registered at start-up by a
+``.pth`` file or an import hook decides what the file means, out of the scan's sight). A decoder
+may raise anything (``zlib.error``, ``binascii.Error``, ``TypeError``): every exception of a
+decoding is a refusal.
 """
 
 from __future__ import annotations
@@ -40,6 +46,8 @@ class SourceCoding:
     declared: str | None  # the codec name as written in the coding line
     line: int  # the coding line (1 or 2), 0 without one
     error: str | None = None  # why the interpreter refuses the file
+    non_text: bool = False  # the codec is known but is no text encoding (rot13, base64 ...)
+    unknown: bool = False  # no codec of that name is known here
 
     @property
     def plain(self) -> bool:
@@ -64,7 +72,20 @@ def detect(raw: bytes) -> SourceCoding:
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(raw).readline)
     except SyntaxError as exc:
-        return SourceCoding("", declared, line, error=str(exc.msg if exc.msg else exc))
+        reason = str(exc.msg if exc.msg else exc)
+        return SourceCoding("", declared, line, error=reason,
+                            unknown=reason.startswith("unknown encoding"))
+    except Exception as exc:  # a codec's lookup may raise anything: a refusal, never a crash
+        return SourceCoding("", declared, line, error=f"{type(exc).__name__}: {exc}")
+    try:
+        info = codecs.lookup(encoding)
+    except LookupError:
+        return SourceCoding(encoding, declared, line, error=f"unknown encoding: {encoding}",
+                            unknown=True)
+    if not getattr(info, "_is_text_encoding", True):
+        return SourceCoding(encoding, declared, line, non_text=True,
+                            error=f"{declared or encoding} is not a text encoding (a "
+                                  f"bytes-to-bytes codec)")
     return SourceCoding(encoding, declared, line)
 
 
@@ -131,9 +152,10 @@ def decoded_reading(raw_text: str) -> tuple[SourceCoding, Decoded | None]:
         return coding, None
     try:
         return coding, decode(raw, coding)
-    except (UnicodeDecodeError, LookupError) as exc:
+    except Exception as exc:  # a decoder may raise anything (UnicodeError, zlib.error ...)
         return SourceCoding(coding.encoding, coding.declared, coding.line,
-                            error=f"the declared codec cannot decode the file ({exc})"), None
+                            error=f"the declared codec cannot decode the file "
+                                  f"({type(exc).__name__}: {exc})"[:300]), None
 
 
 class CodingScanner(Scanner):
@@ -161,6 +183,26 @@ class CodingScanner(Scanner):
     def _scan_one(self, t: ScanTarget) -> list[RawFinding]:
         coding, _decoded = decoded_reading(t.text)
         line = max(coding.line, 1)
+        name = coding.declared or coding.encoding
+        if coding.non_text:
+            return [RawFinding(
+                rule="obfuscation.builtin.non-text-codec", category=Category.OBFUSCATION,
+                severity=Severity.HIGH, line=line, end_line=line,
+                message=f"the coding declaration names {name}, a codec that is no text "
+                        "encoding"[:300],
+                help="A bytes-to-bytes codec (rot13, base64, zlib, hex ...) as a source coding "
+                     "hides what the file runs where an interpreter or a registered stand-in "
+                     "decodes it; this one refuses the file, which was scanned as it looks. "
+                     "Source files are UTF-8: ask why this one is not.")]
+        if coding.unknown:
+            return [RawFinding(
+                rule="obfuscation.builtin.unknown-codec", category=Category.OBFUSCATION,
+                severity=Severity.HIGH, line=line, end_line=line,
+                message=f"the coding declaration names a codec Python does not know ({name})"
+                        [:300],
+                help="A codec registered at start-up (a .pth file, site or an import hook) "
+                     "decides what such a file means; the scan read it as it looks. Find what "
+                     "registers the codec, and remove the declaration: source files are UTF-8.")]
         if coding.error is not None:
             return [RawFinding(
                 rule="obfuscation.builtin.undecodable-source", category=Category.OBFUSCATION,

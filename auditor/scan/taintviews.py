@@ -15,7 +15,8 @@ the module code together with one function's lines, it tells whether the rule ca
 anything in that function at all. A finding is reported at its sink, so when the rule names the
 group of its sinks' words (``metadata.prefilter-sink-group``), the function itself must have one
 (a ``word(`` item: the word called), or use a name that an import spelling one binds (semgrep
-resolves ``from logging import info as say``: ``say(x)`` is ``logging.info(x)``). A rule's *view*
+resolves ``from logging import info as say``: ``say(x)`` is ``logging.info(x)``), or that an
+assignment of such a callable binds (``say = logger.info``). A rule's *view*
 of a file keeps the bodies of the functions that pass and leaves out the others, lines and
 columns in place; the rule reads its view, every other rule reads the file, and the findings are
 the same. This matters because semgrep's taint rules cost most of a scan, and in a large module
@@ -176,6 +177,7 @@ class _Layout:
         bodies = [slicing.class_body(c, lines) for c in slicing.outer_classes(tree.body)]
         imports = [(_binds(n), ast.unparse(n)) for n in slicing.outside_imports(tree)]
         imports += zip(map(_binds, inside), inside_code, strict=True)
+        imports += _aliases(tree)
         return _Layout(tuple(slicing.span(f) for f in functions),
                        # a class body on its header's line is kept
                        tuple(b for b in bodies if b is not None),
@@ -384,6 +386,28 @@ def _binds(n: ast.Import | ast.ImportFrom) -> frozenset[str]:
     if isinstance(n, ast.Import):
         return frozenset(a.asname or a.name.split(".")[0] for a in n.names)
     return frozenset(a.asname or a.name for a in n.names if a.name != "*")
+
+
+def _aliases(tree: ast.Module) -> list[tuple[frozenset[str], str]]:
+    """Names bound to a callable another name reaches (``say = logger.info``, ``show = print``,
+    ``warn = functools.partial(logger.warning, ...)``, ``emit = getattr(log, "debug")``), in
+    module code or a function, each with its value's code: a sink rule matches ``say(x)`` as the
+    method it names, so a function that calls the alias can hold a sink, as with a name an import
+    binds (one bound in another function only keeps a function more)."""
+    out: list[tuple[frozenset[str], str]] = []
+    for n in slicing.statements(tree.body):
+        if not isinstance(n, ast.Assign) or not isinstance(
+                n.value, (ast.Attribute, ast.Name, ast.Call)):
+            continue
+        if isinstance(n.value, ast.Call) and not (
+                isinstance(n.value.func, (ast.Name, ast.Attribute))
+                and (getattr(n.value.func, "id", None) or getattr(n.value.func, "attr", None))
+                in ("partial", "getattr")):
+            continue
+        names = frozenset(t.id for t in n.targets if isinstance(t, ast.Name))
+        if names:
+            out.append((names, ast.unparse(n.value)))
+    return out
 
 
 def _imported(own: str, imports: Sequence[tuple[frozenset[str], str]]) -> str:

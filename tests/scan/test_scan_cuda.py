@@ -49,7 +49,7 @@ def test_qualifiers_are_blanked_in_place() -> None:
     ]
 
 
-def test_launch_configuration_becomes_a_plain_call() -> None:
+def test_launch_configuration_becomes_call_arguments_in_place() -> None:
     src = ("void run(cudaStream_t s) {\n"
            "  k<float, 256><<<dim3(n / 256, 1), dim3(256),\n"
            "                  0, s>>>(out, in);\n"
@@ -58,8 +58,9 @@ def test_launch_configuration_becomes_a_plain_call() -> None:
     out = cuda_to_cpp(src)
     assert same_shape(src, out)
     lines = out.splitlines()
-    assert lines[1].rstrip() == "  k<float, 256>"
-    assert lines[2] == " " * len("                  0, s>>>") + "(out, in);"
+    # the configuration's expressions stay at their columns, as the arguments of a call
+    assert lines[1] == "  k<float, 256>(  dim3(n / 256, 1), dim3(256),"
+    assert lines[2] == "                  0, s  )(out, in);"
     assert lines[3] == src.splitlines()[3]
 
 

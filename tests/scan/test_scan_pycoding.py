@@ -85,4 +85,4 @@ def test_coding_scanner_reports_the_declaration_and_refusals() -> None:
     assert f.category is Category.OBFUSCATION and f.line == 1 and "utf_7" in f.message
     refused = scanner.scan([_target("#!/bin/python\n# coding: nope\n")], workdir=None)  # type: ignore[arg-type]
     (g,) = refused.findings["b:m.py"]
-    assert g.rule == "obfuscation.builtin.undecodable-source" and g.line == 2
+    assert g.rule == "obfuscation.builtin.unknown-codec" and g.line == 2
