@@ -7,6 +7,10 @@
   container file, compose/YAML or other configuration.
 - ``telemetry.builtin.do-not-track-weakened``: one of the profile's do-not-track variables set to
   a false value or unset.
+- ``network.builtin.download-then-run``: a file downloaded and later run with no digest check
+  between, in scripts and every shell reading (:mod:`auditor.scan.fetchrun`).
+- ``process-exec.builtin.pth-import``: a ``.pth`` line that starts with ``import``; the site
+  module runs it at every interpreter start.
 - package sources, TLS-off indexes and launch environment in configuration files semgrep does not
   parse (pip.conf, uv.toml, pyproject, condarc, requirements, env files, systemd units):
   :mod:`auditor.scan.pkgconfig`.
@@ -23,10 +27,10 @@ from pathlib import Path
 
 from auditor import __version__
 from auditor.model import Category, Severity
-from auditor.scan import pkgconfig
+from auditor.scan import fetchrun, pkgconfig, shellwords
 from auditor.scan.interface import RawFinding, Scanner, ScannerRun, ScanTarget
 
-RULES_VERSION = "2"
+RULES_VERSION = "3"
 MIN_ENCODED = 200  # characters of base64/hex in one literal
 
 _BASE64 = re.compile(r"[A-Za-z0-9+/_-]{" + str(MIN_ENCODED) + r",}={0,2}")
@@ -90,7 +94,11 @@ class BuiltinScanner(Scanner):
         return f"{__version__}+rules{RULES_VERSION}"
 
     def options_key(self) -> str:
-        data = [RULES_VERSION, MIN_ENCODED, list(self.flags), sorted(self.telemetry_env.items())]
+        # the checks kept in other modules are part of the rules: their code changes answers
+        code = [hashlib.sha256(Path(str(m.__file__)).read_bytes()).hexdigest()
+                for m in (fetchrun, shellwords, pkgconfig)]
+        data = [RULES_VERSION, MIN_ENCODED, list(self.flags), sorted(self.telemetry_env.items()),
+                code]
         return hashlib.sha256(json.dumps(data).encode()).hexdigest()
 
     def accepts(self, target: ScanTarget) -> bool:
@@ -100,6 +108,8 @@ class BuiltinScanner(Scanner):
     def coverage(self, target: ScanTarget) -> str | None:
         """Its launch and telemetry switches are rules for configuration files; on code it only
         runs the language-blind long-literal check, which covers no language."""
+        if target.derived:  # a reading of a file: the configuration rules read the file
+            return None
         if pkgconfig.kind_of(target.path) is not None:  # package sources, launch environment
             return "builtin:config"
         return "builtin:config" if target.family is None and _is_config(target.path) else None
@@ -112,9 +122,13 @@ class BuiltinScanner(Scanner):
         low = t.text.lower()
         flags = [e for e in self._flag_res if e[1] in low] if launch else []
         tele = [e for e in self._tele_res if e[0] in t.text]
-        kind = pkgconfig.kind_of(t.path)
+        kind = pkgconfig.kind_of(t.path) if not t.derived else None
         if kind is not None:  # package sources and launch environment in configuration files
             yield from pkgconfig.config_findings(kind, t.lines)
+        if t.family == "bash" and not t.derived.endswith(shellwords.VIEW_SUFFIX):
+            yield from fetchrun.findings(t.text)  # it reads the words as the shell does
+        if t.family == "python" and t.path.lower().endswith(".pth"):
+            yield from _pth_imports(t.lines)
         for n, line in enumerate(t.lines, start=1):
             if len(line) >= MIN_ENCODED:
                 yield from self._encoded(line, n)
@@ -178,3 +192,18 @@ class BuiltinScanner(Scanner):
                          "Keep it set as the engine profile expects, and ask why the patch "
                          "changes it.")
                 return
+
+
+def _pth_imports(lines: Sequence[str]) -> Iterator[RawFinding]:
+    """``import`` lines of a ``.pth`` file: the site module executes them at every start."""
+    for n, line in enumerate(lines, start=1):
+        if re.match(r"^\s*import[ \t]", line):
+            yield RawFinding(
+                rule="process-exec.builtin.pth-import", category=Category.PROCESS_EXEC,
+                severity=Severity.HIGH, line=n, end_line=n,
+                message="a .pth line that starts with `import`: Python runs it at every "
+                        "interpreter start",
+                help="The site module executes each .pth line that begins with `import` "
+                     "whenever any Python program starts in this environment, before its own "
+                     "code. Read what the line runs; a package needs no code at start-up, so "
+                     "remove it or ship only path lines.")

@@ -42,6 +42,11 @@ _STEP_COMMANDS = ("PATCH_COMMAND", "UPDATE_COMMAND", "CONFIGURE_COMMAND", "BUILD
 _FETCHED_DIR = re.compile(r"\$\{(?!CMAKE_|PROJECT_)[A-Za-z0-9_-]+_SOURCE_DIR\}|_deps/|FETCHCONTENT_BASE_DIR")
 
 
+def is_keyword(arg: Arg) -> bool:
+    """Whether an argument opens a keyword section (``COMMAND``, ``WORKING_DIRECTORY`` ...)."""
+    return not arg.quoted and (bool(_KEYWORD.match(arg.value)) or arg.value in _KEYWORDS)
+
+
 def is_cmake(path: str) -> bool:
     name = posixpath.basename(path).lower()
     return name == "cmakelists.txt" or name.endswith(".cmake")
@@ -185,7 +190,7 @@ class CMakeScanner(Scanner):
         return hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
 
     def accepts(self, target: ScanTarget) -> bool:
-        return is_cmake(target.path)
+        return is_cmake(target.path) and not target.derived  # a reading is not CMake
 
     def coverage(self, target: ScanTarget) -> str | None:
         return "builtin:cmake" if self.accepts(target) else None

@@ -5,6 +5,12 @@ Some files cannot be read by the scanners as they are, or mean something else th
 - a Dockerfile (:mod:`auditor.scan.dockerfile`): the shell text of its instructions becomes a
   ``bash`` target (and a heredoc fed to Python a ``python`` one) for the shell and environment
   rules, whatever semgrep's Dockerfile parser makes of the file itself;
+- a file that holds command lines (:mod:`auditor.scan.cmdlines`: Makefile recipes, units' Exec*=,
+  CI ``run:``, compose ``command:``, CMake ``COMMAND``, Python ``os.system``...): a ``bash``
+  target with those command lines at their lines;
+- every shell text (a script, or one of the readings above): its words as the shell reads them
+  (:func:`auditor.scan.shellwords.view`), so ``cu''rl``, ``$c`` and ``eval`` spellings match;
+- a ``.pth`` file: its ``import`` lines as Python (the other lines are paths), replacing the file;
 - a Python file with a coding declaration (:mod:`auditor.scan.pycoding`): the text the interpreter
   decodes replaces the file for every scanner that does not read raw bytes.
 
@@ -16,20 +22,23 @@ derivations), like the CUDA shim's.
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from auditor.scan import dockerfile, pycoding
+from auditor.scan import cmake, cmdlines, dockerfile, pycoding, shellwords
 from auditor.scan.interface import ScanTarget
 
 DOCKERFILE_READING = "dockerfile-{family}"
 PYTHON_DECODED = "python-decoded"
+COMMAND_LINES = "command-lines"
+PTH_PYTHON = "pth-python"
 
 
 def _digest() -> str:
     h = hashlib.sha256()
-    for mod in (dockerfile, pycoding):
+    for mod in (dockerfile, pycoding, cmdlines, shellwords, cmake):
         h.update(Path(str(mod.__file__)).read_bytes())
     h.update(Path(__file__).read_bytes())
     return h.hexdigest()[:16]
@@ -43,7 +52,7 @@ def expand(targets: Sequence[ScanTarget]) -> list[ScanTarget]:
     out: list[ScanTarget] = []
     for t in targets:
         extra = derive(t)
-        if any(d.derived == PYTHON_DECODED for d in extra):
+        if any(d.derived in (PYTHON_DECODED, PTH_PYTHON) for d in extra):
             t = replace(t, superseded=True)
         out.append(t)
         out.extend(extra)
@@ -51,15 +60,57 @@ def expand(targets: Sequence[ScanTarget]) -> list[ScanTarget]:
 
 
 def derive(t: ScanTarget) -> list[ScanTarget]:
+    out = _readings(t)
+    shells = [x for x in [t, *out] if x.family == "bash"]
+    for x in shells:  # the words as the shell reads them, where that is not the text itself
+        words, lines = shellwords.rewritten(x.text)
+        # it carries the meaning of the lines it rewrote, the others stay with the text
+        carried = {x.source_line(n) for n in lines}
+        if x.covers:
+            carried &= {n for a, b in x.covers for n in range(a, b + 1)}
+        if carried:
+            out.append(_target(t, (x.derived or "bash") + shellwords.VIEW_SUFFIX, "bash", words,
+                               covers=_ranges(carried), line_map=x.line_map))
+    return out
+
+
+def _ranges(lines: set[int]) -> tuple[tuple[int, int], ...]:
+    out: list[tuple[int, int]] = []
+    for n in sorted(lines):
+        if out and n == out[-1][1] + 1:
+            out[-1] = (out[-1][0], n)
+        else:
+            out.append((n, n))
+    return tuple(out)
+
+
+def _readings(t: ScanTarget) -> list[ScanTarget]:
     if t.family == "dockerfile":
         return [_target(t, DOCKERFILE_READING.format(family=r.family), r.family, r.text,
                         covers=r.covers) for r in dockerfile.readings(t.text)]
+    if t.family == "python" and t.path.lower().endswith(".pth"):
+        code = "".join((ln.lstrip() if re.match(r"\s*import[ \t]", ln) else "") + "\n"
+                       for ln in t.lines)
+        return [_target(t, PTH_PYTHON, "python", code)]
+    out: list[ScanTarget] = []
     if t.family == "python":
-        _coding, decoded = pycoding.decoded_reading(t.text)
+        coding, decoded = pycoding.decoded_reading(t.text)
+        if coding.error is not None:  # the interpreter refuses the file: it runs no command
+            return out
         if decoded is not None:
-            return [_target(t, PYTHON_DECODED, "python", decoded.text,
-                            line_map=decoded.line_map)]
-    return []
+            out.append(_target(t, PYTHON_DECODED, "python", decoded.text,
+                               line_map=decoded.line_map))
+    text = out[0].text if out else t.text
+    commands = cmdlines.reading(t.path, text, t.family)
+    if commands is not None:
+        line_map = out[0].line_map if out else ()
+        covers = commands.covers
+        if line_map:  # the decoded text's lines, as the file's
+            covers = tuple((line_map[min(a, len(line_map)) - 1], line_map[min(b, len(line_map)) - 1])
+                           for a, b in covers)
+        out.append(_target(t, COMMAND_LINES, "bash", commands.text, covers=covers,
+                           line_map=line_map))
+    return out
 
 
 def _target(t: ScanTarget, how: str, family: str, text: str, *,

@@ -10,7 +10,11 @@ heredocs (``RUN <<EOF``, ``RUN bash - <<'BASH'``, ``<<-EOF``), the ``--mount=``/
 :func:`shell_reading` writes what runs as shell text at the same line numbers (every other line
 blank), as the CUDA shim does for ``.cu`` files: each RUN's command (flags blanked, a heredoc
 script as its own lines), the shell form of CMD/ENTRYPOINT/HEALTHCHECK, and each ENV/ARG as
-``export NAME=value``. A heredoc fed to a Python interpreter becomes a Python reading instead.
+``export NAME=value``. A heredoc fed to a Python interpreter becomes a Python reading instead, and
+so does every shell-form command of a stage whose ``SHELL`` is a Python interpreter (``SHELL
+["python3", "-c"]``: the command is a Python program); under another interpreter (PowerShell) no
+reading carries it. ``ADD URL DEST`` without ``--checksum`` is written as the ``curl -o DEST URL``
+it amounts to, so running the fetched file later is running a download.
 ``covers`` lists the lines whose meaning a reading carries (instructions it translated, comments
 and blank lines); FROM, COPY, ADD and the like are left to the Dockerfile rules.
 """
@@ -18,6 +22,7 @@ and blank lines); FROM, COPY, ADD and the like are left to the Dockerfile rules.
 from __future__ import annotations
 
 import json
+import posixpath
 import re
 import shlex
 from dataclasses import dataclass
@@ -199,9 +204,17 @@ def readings(text: str) -> list[Reading]:
     python = [""] * n
     shell_covers: list[tuple[int, int]] = []
     python_covers: list[tuple[int, int]] = []
+    stage = _Stage()
     for ins in df.instructions:
+        stage.see(df, ins, shell)
+        runner = stage.runner
         if ins.keyword in ENV_INSTRUCTIONS:
             _env(df, ins, shell)
+        elif ins.keyword in SHELL_INSTRUCTIONS and runner != "sh" and not _is_json(
+                _instruction_text(df, ins), ins.flags):
+            if runner == "python":  # the command is the program `python3 -c` is given
+                _python_body(df, ins, python, python_covers)
+            continue  # another interpreter: no reading of ours carries it
         elif ins.keyword in SHELL_INSTRUCTIONS:
             if not _command(df, ins, shell, python, python_covers):
                 continue
@@ -370,6 +383,99 @@ def _onbuild(df: Dockerfile, ins: Instruction, shell: list[str]) -> None:
         return
     for k, ln in _head_lines(df, ins):
         shell[k] = (" " * m.end() + first[m.end():]) if k == ins.start - 1 else ln
+
+
+class _Stage:
+    """What a build stage's earlier instructions set: the ``SHELL`` runner and the ``WORKDIR``;
+    an ``ADD`` of a URL is written to the shell reading as the download it is."""
+
+    def __init__(self) -> None:
+        self.runner = "sh"
+        self.workdir = "/"
+
+    def see(self, df: Dockerfile, ins: Instruction, shell: list[str]) -> None:
+        if ins.keyword == "FROM":
+            self.runner, self.workdir = "sh", "/"
+        elif ins.keyword == "SHELL":
+            self.runner = _runner(_instruction_text(df, ins))
+        elif ins.keyword == "WORKDIR":
+            self.workdir = posixpath.join(self.workdir,
+                                          _instruction_text(df, ins).strip().strip("\"'"))
+        elif ins.keyword == "ADD":
+            _fetch(df, ins, shell, self.workdir)
+
+
+def _instruction_text(df: Dockerfile, ins: Instruction) -> str:
+    """The instruction's own text after its keyword, continuations joined."""
+    joined = " ".join(_strip_escape(df.lines[k], df.escape) for k in
+                      range(ins.start - 1, ins.head_end)
+                      if not df.lines[k].lstrip().startswith("#"))
+    m = _KEYWORD_RE.match(joined)
+    return joined[m.end():] if m else joined
+
+
+def _runner(shell_text: str) -> str:
+    """What a ``SHELL ["prog", ...]`` runs commands with: ``sh`` (a POSIX shell), ``python``, or
+    ``other`` (PowerShell, cmd, node ...)."""
+    args = _json_args(shell_text, ())
+    if not args:
+        return "sh"
+    words = args[1:] if _base(args[0]) == "env" and len(args) > 1 else args
+    prog = _base(words[0])
+    if prog in _SHELLS:
+        return "sh"
+    return "python" if _PYTHON_RE.match(prog) else "other"
+
+
+def _python_body(df: Dockerfile, ins: Instruction, python: list[str],
+                 python_covers: list[tuple[int, int]]) -> None:
+    """A shell-form command under ``SHELL ["python3", "-c"]``: Python, on the first line."""
+    text = _instruction_text(df, ins)
+    for f in ins.flags:
+        text = text.replace(f, " ", 1)
+    if ins.keyword == "HEALTHCHECK":
+        cut = re.search(r"\bCMD\b", text)
+        if cut is None:
+            return
+        text = text[cut.end():]
+    if ins.heredocs:
+        text = _HEREDOC_RE.sub(" ", text)
+        for doc in ins.heredocs:
+            for k in range(doc.body_start - 1, doc.end - 1):
+                python[k] = df.lines[k].lstrip("\t") if doc.strip_tabs else df.lines[k]
+    if text.strip():
+        python[ins.start - 1] = text.strip()
+    python_covers.append((ins.start, ins.end))
+
+
+def _fetch(df: Dockerfile, ins: Instruction, shell: list[str], workdir: str) -> None:
+    """``ADD URL DEST``: the download it is, written as the shell command that does the same
+    (so what later runs the fetched file is seen as running a download)."""
+    text = _instruction_text(df, ins)
+    args = _json_args(text, ins.flags)
+    if args is None:
+        rest = text
+        for f in ins.flags:
+            rest = rest.replace(f, " ", 1)
+        try:
+            args = shlex.split(rest)
+        except ValueError:
+            args = rest.split()
+    if len(args) < 2:
+        return
+    *sources, dest = args
+    if any(f.startswith("--checksum=") for f in ins.flags):
+        return  # pinned by its digest: Docker checks it before anything runs it
+    cmds: list[str] = []
+    for src in sources:
+        if not re.match(r"^(?:https?|ftp)://", src):
+            continue
+        name = posixpath.basename(src.split("?", 1)[0].rstrip("/")) or "download"
+        target = dest + name if dest.endswith("/") else dest
+        target = posixpath.join(workdir, target)
+        cmds.append(f"curl -fsSL -o {shlex.quote(target)} {shlex.quote(src)}")
+    if cmds:
+        shell[ins.start - 1] = " && ".join(cmds)
 
 
 def _base(word: str) -> str:

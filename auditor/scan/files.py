@@ -26,6 +26,8 @@ BINARY_SUFFIXES = frozenset({
 # extension -> (family, semgrep recognises this extension for the family)
 _EXT_FAMILY: dict[str, str] = {
     ".py": "python", ".pyi": "python",
+    # a .pth file's `import` lines run at every interpreter start (its reading: scan/derived.py)
+    ".pth": "python",
     ".c": "c", ".h": "c",
     ".cc": "cpp", ".cpp": "cpp", ".cxx": "cpp", ".c++": "cpp", ".hpp": "cpp", ".hh": "cpp",
     ".hxx": "cpp", ".ipp": "cpp", ".inl": "cpp",
@@ -38,8 +40,11 @@ _EXT_FAMILY: dict[str, str] = {
     ".go": "go", ".rs": "rust", ".java": "java", ".rb": "ruby", ".php": "php", ".lua": "lua",
     ".tf": "hcl",
 }
+# files sourced by a shell, whatever their name says (direnv's .envrc, shell start-up files)
+_SHELL_NAMES = frozenset({".envrc", ".bashrc", ".bash_profile", ".bash_login", ".profile",
+                          ".zshrc", ".zprofile", ".zshenv", ".kshrc", ".bash_logout"})
 # extensions semgrep itself does not map (we stage such files with the canonical suffix)
-_FOREIGN_EXT = frozenset({".ipp", ".inl", ".cu", ".cuh"})
+_FOREIGN_EXT = frozenset({".ipp", ".inl", ".cu", ".cuh", ".pth"})
 
 # family -> the semgrep languages whose rules apply, and the suffix used to stage it
 FAMILIES: dict[str, tuple[frozenset[str], str]] = {
@@ -82,6 +87,8 @@ def family_of(path: str, head: str) -> str | None:
     suffix = posixpath.splitext(lower)[1]
     if suffix in _EXT_FAMILY:
         return _EXT_FAMILY[suffix]
+    if lower in _SHELL_NAMES:
+        return "bash"
     if lower in ("dockerfile", "containerfile") or lower.startswith(("dockerfile.",
                                                                       "containerfile.")):
         return "dockerfile"

@@ -8,6 +8,8 @@ an argument built from a shell variable or substitution is reported as not check
 sources set through the environment (``ENV``/``ARG``/``export`` of ``PIP_INDEX_URL``,
 ``PIP_EXTRA_INDEX_URL``, ``PIP_FIND_LINKS``, ``PIP_TRUSTED_HOST`` and uv's ``UV_*`` equivalents)
 are index declarations too. Dockerfile ``RUN --mount=...`` / ``--network=...`` flags are skipped.
+An install spelt otherwise (``p''ip``, ``i\\nstall``, ``$PIP install`` with ``PIP=pip`` set earlier)
+is found in the script's words as the shell reads them (:mod:`auditor.scan.shellwords`).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from pathlib import PurePosixPath
 from auditor.deps.declaration import Collector, Extraction, Topic
 from auditor.deps.extract.lines import logical_lines
 from auditor.deps.extract.requirements import INDEX_OPTIONS, is_requirements_file
+from auditor.scan import shellwords
 
 SHELL_SUFFIXES = (".sh", ".bash")
 _PIP = re.compile(r"^(pip[0-9.]*|.*/pip[0-9.]*)$")
@@ -78,10 +81,18 @@ def _pip_args(words: list[str]) -> list[str] | None:
 def extract(path: str, text: str) -> Extraction:
     col = Collector(path)
     physical = text.splitlines()
+    respelt: list[shellwords.Command] | None = None  # the script's words as the shell reads them
     for line, last, logical in _logical_lines(text):
         span = _Span(physical, line, last)
         _index_variables(col, logical, span)
         if "install" not in logical or "pip" not in logical:
+            # `p''ip i\nstall`, `$PIP install`: spelt otherwise, the same install
+            if respelt is None:
+                respelt = shellwords.parse(text)
+            for cmd in respelt:
+                args = _pip_args(list(cmd.words)) if line <= cmd.line <= last else None
+                if args is not None:
+                    _take(col, args, logical, span)
             continue
         commands = _commands(logical)
         if commands is None:
