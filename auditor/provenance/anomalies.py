@@ -4,7 +4,8 @@ Looked at only where the bundle differs from upstream (the series' doing, or the
 binaries by content (ELF, PE, Mach-O, zip/wheel, pickle, PyTorch, safetensors, GGUF, NumPy, or any
 other non-text data), newly executable files, symlinks, submodule (gitlink) changes, Git LFS
 pointers, ``.gitattributes`` filters and archive attributes; plus a ``.git`` inside the bundle and
-the differences that ``git archive`` explained. Each anomaly names the series commit that
+the differences that ``git archive`` explained; and, for every bundle entry, mode bits git cannot
+hold (setuid, setgid, sticky, world-writable), which a root extraction that keeps modes applies. Each anomaly names the series commit that
 introduced the path, or None when only the bundle has that content.
 """
 
@@ -27,6 +28,7 @@ from auditor.provenance.bundlefiles import BundleFiles
 from auditor.provenance.compare import Difference, display
 from auditor.provenance.gitview import ProofGit
 from auditor.provenance.treehash import MODE_EXEC, MODE_GITLINK, MODE_SYMLINK
+from auditor.provenance.unpack import SpecialMode
 
 _SNIFF_BYTES = 64 * 1024
 
@@ -41,6 +43,10 @@ class AnomalyKind(StrEnum):
     LFS_POINTER = "lfs-pointer"
     GIT_DIR = "git-dir-in-bundle"
     ARCHIVE_EFFECT = "archive-effect"
+    SETUID = "setuid-bit"
+    SETGID = "setgid-bit"
+    STICKY = "sticky-bit"
+    WORLD_WRITABLE = "world-writable"
 
 
 SEVERITY: Mapping[AnomalyKind, Severity] = {
@@ -53,6 +59,10 @@ SEVERITY: Mapping[AnomalyKind, Severity] = {
     AnomalyKind.LFS_POINTER: Severity.MEDIUM,
     AnomalyKind.GIT_DIR: Severity.MEDIUM,
     AnomalyKind.ARCHIVE_EFFECT: Severity.LOW,
+    AnomalyKind.SETUID: Severity.HIGH,
+    AnomalyKind.SETGID: Severity.HIGH,
+    AnomalyKind.STICKY: Severity.LOW,
+    AnomalyKind.WORLD_WRITABLE: Severity.MEDIUM,
 }
 
 
@@ -283,8 +293,11 @@ class Attributor:
 def find_anomalies(*, git: ProofGit, upstream_commit: str, head_commit: str,
                    upstream: Mapping[str, TreeEntry], series: Mapping[str, TreeEntry],
                    manifest: Mapping[str, BundleFile], files: BundleFiles,
-                   git_entries: Iterable[str], differences: Iterable[Difference]) -> list[Anomaly]:
-    """Anomalies among the bundle paths that differ from upstream, plus tree-level ones."""
+                   git_entries: Iterable[str], differences: Iterable[Difference],
+                   modes: Mapping[str, SpecialMode] | None = None) -> list[Anomaly]:
+    """Anomalies among the bundle paths that differ from upstream, plus tree-level ones;
+    ``modes``: the bundle entries with special mode bits (all of them are the bundle's own:
+    git stores none)."""
     who = Attributor(git, upstream_commit, head_commit, series)
     out: list[Anomaly] = []
     changed = []
@@ -315,6 +328,8 @@ def find_anomalies(*, git: ProofGit, upstream_commit: str, head_commit: str,
                            f"the bundle contains a git directory {display(path)}; it was not "
                            f"unpacked or hashed (it could carry hooks or hidden history)",
                            None, evidence=path))
+    for path in sorted(modes or {}, key=os.fsencode):
+        out.extend(mode_anomalies(path, (modes or {})[path]))
     for d in differences:
         if d.explained is not None:
             out.append(Anomaly(AnomalyKind.ARCHIVE_EFFECT, d.path,
@@ -375,4 +390,33 @@ def _file_anomalies(who: Attributor, f: BundleFile, base: TreeEntry | None,
                                f"{display(path)} sets {', '.join(hits)} (changes what checkouts "
                                f"or archives contain)", attribution(),
                                evidence=",".join(hits)))
+    return out
+
+
+_MODE_BITS = (
+    (0o4000, AnomalyKind.SETUID, "the setuid bit: it runs as its owner (root, when extracted "
+                                 "by root with modes kept)"),
+    (0o2000, AnomalyKind.SETGID, "the setgid bit: {what}"),
+    (0o1000, AnomalyKind.STICKY, "the sticky bit"),
+    (0o0002, AnomalyKind.WORLD_WRITABLE, "write permission for every user: anyone on the "
+                                         "server can {change}"),
+)
+
+
+def mode_anomalies(path: str, mode: SpecialMode) -> list[Anomaly]:
+    """One anomaly per special bit of a bundle entry's mode; git stores no such bit, so only the
+    bundle has it, and the proof (blobs and 644/755) does not show it."""
+    out = []
+    noun = "folder" if mode.folder else "file"
+    for bit, kind, text in _MODE_BITS:
+        if not mode.bits & bit:
+            continue
+        what = ("files created in it take its group" if mode.folder
+                else "it runs with its group's rights")
+        change = "add or replace files in it" if mode.folder else "change it"
+        out.append(Anomaly(kind, path,
+                           f"bundle {noun} {display(path)} has mode {mode.bits:04o}, with "
+                           + text.format(what=what, change=change)
+                           + " (GNU tar as root, bsdtar -p and unzip -K apply it)",
+                           None, evidence=f"{noun}:{mode.bits:04o}"))
     return out

@@ -35,6 +35,12 @@ class BadArchive(Exception):
     """The bundle's bytes are refused; the message says why (the caller names the bundle)."""
 
 
+class AmbiguousArchive(BadArchive):
+    """Two common extractors (GNU tar, bsdtar, Python, Info-ZIP unzip) would read a member
+    differently: the proof would hold for one reading and the deployment get the other. The
+    message names the member and the readings; it is a failed proof, not unreadable input."""
+
+
 class ArchiveFormat(StrEnum):
     DIRECTORY = "directory"
     TAR = "tar"
@@ -157,14 +163,16 @@ class Decompressed(io.RawIOBase):
     Concatenated streams of the same kind are read as one (gzip and bzip2 define it so); any
     other byte after the last stream is refused. At most ``limit`` bytes are delivered. The last
     :data:`WINDOW` delivered bytes are kept, so what a reader consumed past a point can be
-    inspected afterwards.
+    inspected afterwards; ``observer`` sees every delivered byte once, in order.
     """
 
     WINDOW = 1 << 20
 
     def __init__(self, fh: IO[bytes], compression: str | None, limit: int,
-                 too_much: Callable[[], Exception]) -> None:
+                 too_much: Callable[[], Exception],
+                 observer: Callable[[bytes], None] | None = None) -> None:
         self.fh = fh
+        self.observer = observer  # given every delivered byte once, in order
         self.compression = compression
         self.limit = limit
         self.too_much = too_much
@@ -254,6 +262,8 @@ class Decompressed(io.RawIOBase):
         self.delivered += len(data)
         if self.delivered > self.limit:
             raise self.too_much()
+        if self.observer is not None and data:
+            self.observer(data)
         self.window += data
         if len(self.window) > 2 * self.WINDOW:
             del self.window[: len(self.window) - self.WINDOW]

@@ -36,7 +36,13 @@ from auditor.provenance.proofcache import CachedProof, ProofCache, proof_key
 from auditor.provenance.replay import Replay, replay
 from auditor.provenance.series import LIST_MAX, SeriesCheck, check_series, diff_stats
 from auditor.provenance.treehash import hash_folder, manifest_digest, tree_of_entries
-from auditor.provenance.unpack import BundleScan, Unpacked, hash_bundle, unpack_bundle
+from auditor.provenance.unpack import (
+    AmbiguousBundle,
+    BundleScan,
+    Unpacked,
+    hash_bundle,
+    unpack_bundle,
+)
 from auditor.results.verify import (
     CommitRecord,
     HeadRef,
@@ -82,7 +88,10 @@ class VerifyStage(Stage):
                              "needs the folder")
                 ctx.workspace = cached_workspace(ctx, hit, upstream_git, git)
                 return hit.result
-        result = self._prove(ctx, policy, upstream_git, git)
+        try:
+            result = self._prove(ctx, policy, upstream_git, git)
+        except AmbiguousBundle as exc:  # a member extractors read differently: a failed proof
+            return StageResult(self.name, StageStatus.FAILED, reasons=(exc.message,))
         ws = ctx.workspace
         if key is not None and cache is not None and ws is not None:
             cache.put(key, result, ws, spec.bundle.path)
@@ -137,7 +146,8 @@ class VerifyStage(Stage):
             git=git, upstream_commit=base, head_commit=head,
             upstream=side.upstream_entries, series=side.series_entries,
             manifest=bundle.manifest, files=files,
-            git_entries=bundle.info.git_entries, differences=differences)
+            git_entries=bundle.info.git_entries, differences=differences,
+            modes=bundle.info.modes)
         findings = (*(finding_of(a, policy) for a in anomalies if a.is_finding),
                     *ignored_findings(upstream_git, git, policy))
         ok = not reasons

@@ -157,26 +157,38 @@ def tree_of_entries(entries: Iterable[tuple[str, str, str]]) -> str:
     return _tree(root) or EMPTY_TREE
 
 
-def _tree(node: dict[bytes, object]) -> str | None:
-    """Hash one tree object bottom-up; None for a tree with no files (git does not store it)."""
-    rows: list[tuple[bytes, bytes]] = []  # (sort key, entry bytes)
-    for name, value in node.items():
-        if isinstance(value, dict):
-            sub = _tree(value)
-            if sub is None:
-                continue
-            rows.append((name + b"/", b"40000 " + name + b"\0" + bytes.fromhex(sub)))
-        else:
-            assert isinstance(value, tuple)
-            mode, raw = value
-            rows.append((name, mode + b" " + name + b"\0" + raw))
-    if not rows:
-        return None
-    rows.sort(key=lambda r: r[0])
-    body = b"".join(r[1] for r in rows)
-    h = hashlib.sha1(b"tree %d\0" % len(body))
-    h.update(body)
-    return h.hexdigest()
+def _tree(root: dict[bytes, object]) -> str | None:
+    """Hash the tree objects bottom-up; None for a tree with no files (git does not store it).
+
+    Iterative (a stack of folders, children before parents), so a path thousands of folders
+    deep is hashed like any other."""
+    done: dict[int, str | None] = {}  # id(node) -> its tree sha
+    stack: list[tuple[dict[bytes, object], bool]] = [(root, False)]
+    while stack:
+        node, children_done = stack.pop()
+        if not children_done:
+            stack.append((node, True))
+            stack.extend((v, False) for v in node.values() if isinstance(v, dict))
+            continue
+        rows: list[tuple[bytes, bytes]] = []  # (sort key, entry bytes)
+        for name, value in node.items():
+            if isinstance(value, dict):
+                sub = done.pop(id(value))
+                if sub is not None:
+                    rows.append((name + b"/", b"40000 " + name + b"\0" + bytes.fromhex(sub)))
+            else:
+                assert isinstance(value, tuple)
+                mode, raw = value
+                rows.append((name, mode + b" " + name + b"\0" + raw))
+        if not rows:
+            done[id(node)] = None
+            continue
+        rows.sort(key=lambda r: r[0])
+        body = b"".join(r[1] for r in rows)
+        h = hashlib.sha1(b"tree %d\0" % len(body))
+        h.update(body)
+        done[id(node)] = h.hexdigest()
+    return done[id(root)]
 
 
 def hash_folder(root: Path, *, exclude: Iterable[str] = (".git",), jobs: int | None = None,

@@ -15,16 +15,24 @@ through :class:`_Writer`, which only creates paths below its root:
   actually decompressed, never taken from headers, so archive bombs stop early (a zip's declared
   member count and sizes are checked against them too, before anything is written:
   :mod:`auditor.zipsafety`);
+- a member is read only as every common extractor reads it (GNU tar, bsdtar, Python, unzip:
+  :mod:`auditor.provenance.tarheaders`, :mod:`auditor.provenance.zipheaders`); an ambiguous one
+  is an :class:`AmbiguousBundle`, a failed proof (exit 1) naming the member and the readings;
+- paths deeper than :data:`MAX_DEPTH` folders or longer than :data:`MAX_PATH_BYTES` are refused;
+- setuid, setgid, sticky and world-write bits are never given to the copy, but recorded
+  (``modes``) for the verify stage to report;
 - ``strip_components`` drops leading folders; a file with too few components is an error;
 - ``.git`` entries are not extracted (the tree hash ignores them too) but reported;
 - a folder bundle is copied, never used in place, without following symlinks.
 
-Every refusal is an :class:`~auditor.errors.InputError` naming the bundle and the entry (exit 2).
+Every other refusal is an :class:`~auditor.errors.InputError` naming the bundle and the entry
+(exit 2).
 """
 
 from __future__ import annotations
 
 import hashlib
+import io
 import lzma
 import os
 import shutil
@@ -38,10 +46,11 @@ from enum import StrEnum
 from pathlib import Path
 from typing import IO
 
-from auditor.errors import InputError
+from auditor.errors import EXIT_POLICY, InputError
 from auditor.inputs import check_input, open_input
 from auditor.model import BundleFile
 from auditor.provenance.bundleformat import (
+    AmbiguousArchive,
     ArchiveFormat,
     BadArchive,
     BundleFormat,
@@ -52,11 +61,18 @@ from auditor.provenance.bundleformat import (
     refuse_second_reading,
     sniff,
 )
+from auditor.provenance.tarheaders import AmbiguousMember, TarHeaders
+from auditor.provenance.zipheaders import MemberStream, check_member
 from auditor.spec import BundleSpec
 from auditor.zipsafety import MemberKind, UnsafeZip, ZipLimits, check_members, unix_mode
 
 _CHUNK = 1 << 20
 _MAX_LINK = 4096
+#: limits on an entry's path (after strip_components): deeper or longer paths cannot be written
+#: below a work folder within PATH_MAX (4096 bytes), and no source tree needs them
+MAX_DEPTH = 256
+MAX_PATH_BYTES = 3072
+MAX_NAME_BYTES = 255
 # Headers, padding and pax records are decompressed too; allow this much per entry on top.
 _OVERHEAD_PER_ENTRY = 8192
 #: the names ``Unpacked.compression`` has always used
@@ -83,6 +99,29 @@ class Unpacked:
     digests: Mapping[str, tuple[int, str, str]] = field(default_factory=dict)
     #: the format, decided by the bundle's bytes, and the evidence for it
     format: BundleFormat | None = None
+    #: posix path -> (file or folder, permission bits) of entries whose mode goes beyond
+    #: rw and x: setuid, setgid, sticky or world-writable (the copy itself never has them)
+    modes: Mapping[str, SpecialMode] = field(default_factory=dict)
+
+
+class AmbiguousBundle(InputError):
+    """The bundle holds a member that two common extractors read differently: a failed proof
+    (exit 1; the verify stage reports it as its reason), since the deployed tree is not the one
+    the hashes are computed over."""
+
+    exit_code = EXIT_POLICY
+
+
+@dataclass(frozen=True)
+class SpecialMode:
+    """A bundle entry's mode bits beyond rw and x, as the archive (or folder) gives them."""
+
+    folder: bool
+    bits: int  # the permission bits, 0o7777
+
+
+#: the bits that make a mode special: what a root extraction that keeps modes would apply
+SPECIAL_BITS = stat.S_ISUID | stat.S_ISGID | stat.S_ISVTX | stat.S_IWOTH
 
 
 class _Refused(Exception):
@@ -103,6 +142,7 @@ class _Writer:
         #: folders (relative paths) already found or made as real directories: a folder stays one,
         #: since nothing can be written over a directory and the writer deletes nothing
         self.dirs: set[str] = {""}
+        self.modes: dict[str, SpecialMode] = {}
 
     # -- names
     def target(self, name: str, *, is_dir: bool) -> str | None:
@@ -126,6 +166,7 @@ class _Writer:
                            f"strip_components = {strip} would remove the file itself: "
                            f"strip_components is wrong for this bundle")
         parts = parts[strip:]
+        _check_path(name, parts)
         if ".git" in parts:
             top = "/".join(parts[: parts.index(".git") + 1])
             if top not in self.git_entries:
@@ -162,6 +203,11 @@ class _Writer:
             if not stat.S_ISDIR(st.st_mode):
                 raise _Refused(refusal(stat.S_ISLNK(st.st_mode)))
         self.dirs.add(rel)
+
+    def mode(self, rel: str, mode: int, *, folder: bool = False) -> None:
+        """Record an entry's mode when it holds setuid, setgid, sticky or world-write bits."""
+        if mode & SPECIAL_BITS:
+            self.modes[rel] = SpecialMode(folder=folder, bits=mode & 0o7777)
 
     # -- entries
     def folder(self, rel: str) -> None:
@@ -224,6 +270,22 @@ class _Writer:
         st = os.lstat(source)
         with open(source, "rb") as fh:
             self.file(rel, fh, bool(st.st_mode & stat.S_IXUSR), st.st_size)
+
+
+def _check_path(name: str, parts: list[str]) -> None:
+    """Refuse a path too deep or too long to write (and to walk) safely, by name."""
+    name = name if len(name) <= 120 else name[:120] + "..."
+    if len(parts) > MAX_DEPTH:
+        raise _Refused(f"entry {_show(name)} is {len(parts) - 1} folders deep, "
+                       f"more than the limit of {MAX_DEPTH}")
+    size = len("/".join(parts).encode("utf-8", "surrogateescape"))
+    if size > MAX_PATH_BYTES:
+        raise _Refused(f"entry {_show(name)} has a path of {size} bytes, more "
+                       f"than the limit of {MAX_PATH_BYTES}")
+    for part in parts:
+        if len(part.encode("utf-8", "surrogateescape")) > MAX_NAME_BYTES:
+            raise _Refused(f"entry {_show(name)} has a name part longer than "
+                           f"{MAX_NAME_BYTES} bytes")
 
 
 def _through(rel: str, link: bool) -> str:
@@ -370,31 +432,67 @@ def _show(name: str) -> str:
 
 
 def _unpack_tar(fh: IO[bytes], compression: str | None, w: _Writer) -> tuple[str | None, str]:
-    """Unpack a (compressed) tar; returns the archive commit and the evidence of its end."""
+    """Unpack a (compressed) tar; returns the archive commit and the evidence of its end.
+
+    Every member tarfile yields must be read the same by the header-level reader
+    (:mod:`auditor.provenance.tarheaders`), which is fed the same bytes and refuses what GNU tar
+    or bsdtar would read otherwise."""
     limit = w.spec.max_bytes + _OVERHEAD_PER_ENTRY * min(w.spec.max_files, 1 << 20) + (1 << 20)
+    headers = TarHeaders()
     dec = Decompressed(fh, compression, limit, lambda: _Refused(
-        f"decompresses to more than max_bytes allows ({limit} bytes with archive headers)"))
+        f"decompresses to more than max_bytes allows ({limit} bytes with archive headers)"),
+        observer=headers.feed)
     first = dec.head(512)
     if first[257:262] != b"ustar" or not is_tar_header(first):
         raise BadArchive(f"the {compression} data is not a ustar tar archive")
     try:
         tar = tarfile.open(fileobj=dec, mode="r|", errorlevel=2)
-    except tarfile.ReadError as exc:
+    except (tarfile.TarError, ValueError, EOFError) as exc:  # tarfile raises ValueError too
+        if headers.problem is not None:
+            raise headers.problem[1] from None
         raise BadArchive(f"not a readable tar archive ({exc})") from None
     with tar:
-        for member in _members(tar):
+        for member in _members(tar, headers):
+            _same_reading(headers, member)
             _tar_member(tar, member, w)
         comment = tar.pax_headers.get("comment")
         end = tar.offset
+    if headers.problem is not None:
+        raise headers.problem[1]
     tail = check_tar_tail(dec, end)
+    if headers.problem is not None:
+        raise headers.problem[1]
+    if headers.end != end or headers.members:
+        left = ", ".join(_show(m.name) for m in list(headers.members.values())[:3])
+        raise AmbiguousMember(f"Python's tarfile ends the archive at offset {end}, the header "
+                              f"reader at {headers.end}" + (f" (after {left})" if left else ""))
     return (comment if comment and len(comment) == 40 else None), tail
 
 
-def _members(tar: tarfile.TarFile) -> Iterator[tarfile.TarInfo]:
+def _same_reading(headers: TarHeaders, m: tarfile.TarInfo) -> None:
+    """tarfile's reading of ``m`` must be the header reader's (the one every extractor shares)."""
+    if headers.problem is not None and headers.problem[0] < m.offset_data:
+        raise headers.problem[1]
+    seen = headers.members.pop(m.offset_data, None)
+    typ = b"0" if m.type == tarfile.AREGTYPE else m.type
+    ours = (m.name, m.linkname, typ, m.size, m.mode)
+    if seen is None or (seen.name, seen.linkname, seen.type, seen.size, seen.mode) != ours:
+        other = ("no member there" if seen is None else
+                 f"{_show(seen.name)} -> {_show(seen.linkname)}, type {seen.type!r}, "
+                 f"{seen.size} bytes, mode {seen.mode:o}")
+        raise AmbiguousMember(
+            f"bundle member {_show(m.name)} is ambiguous: Python's tarfile reads "
+            f"{_show(m.name)} -> {_show(m.linkname)}, type {m.type!r}, {m.size} bytes, mode "
+            f"{m.mode:o}; the tar header reader (as GNU tar and bsdtar read it) reads {other}")
+
+
+def _members(tar: tarfile.TarFile, headers: TarHeaders) -> Iterator[tarfile.TarInfo]:
     try:
         while (member := tar.next()) is not None:
             yield member
-    except (tarfile.TarError, EOFError, OSError, lzma.LZMAError) as exc:
+    except (tarfile.TarError, EOFError, OSError, lzma.LZMAError, ValueError) as exc:
+        if headers.problem is not None:
+            raise headers.problem[1] from None
         raise _Refused(f"corrupt archive: {exc}") from None
 
 
@@ -403,6 +501,7 @@ def _tar_member(tar: tarfile.TarFile, m: tarfile.TarInfo, w: _Writer) -> None:
         rel = w.target(m.name, is_dir=True)
         if rel is not None:
             w.folder(rel)
+            w.mode(rel, m.mode, folder=True)
         return
     if m.ischr() or m.isblk() or m.isfifo():
         raise _Refused(f"entry {_show(m.name)} is a device or fifo")
@@ -415,6 +514,7 @@ def _tar_member(tar: tarfile.TarFile, m: tarfile.TarInfo, w: _Writer) -> None:
         w.symlink(rel, m.linkname)
     elif m.islnk():
         w.hardlink(rel, w.target(m.linkname, is_dir=False))
+        w.mode(rel, m.mode)
     else:
         if m.size > w.spec.max_file_bytes:
             raise _Refused(f"entry {_show(m.name)} is larger than max_file_bytes = "
@@ -422,12 +522,13 @@ def _tar_member(tar: tarfile.TarFile, m: tarfile.TarInfo, w: _Writer) -> None:
         fh = tar.extractfile(m)
         assert fh is not None
         w.file(rel, fh, bool(m.mode & stat.S_IXUSR), m.size)
+        w.mode(rel, m.mode)
 
 
 def _unpack_zip(fh: IO[bytes], w: _Writer) -> str | None:
     try:
         zf = zipfile.ZipFile(fh)
-    except (zipfile.BadZipFile, OSError) as exc:
+    except (zipfile.BadZipFile, OSError, ValueError) as exc:
         raise BadArchive(f"not a readable zip archive ({exc})") from None
     limits = ZipLimits(members=w.spec.max_files, member_bytes=w.spec.max_file_bytes,
                        total_bytes=w.spec.max_bytes, members_name="max_files =",
@@ -439,31 +540,38 @@ def _unpack_zip(fh: IO[bytes], w: _Writer) -> str | None:
         except UnsafeZip as exc:
             raise _Refused(str(exc)) from None
         for info, kind in members:
-            _zip_member(zf, info, kind, w)
+            _zip_member(fh, info, kind, w)
         comment = zf.comment.decode("ascii", "replace").strip()
     return comment if len(comment) == 40 else None
 
 
-def _zip_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, kind: MemberKind, w: _Writer) -> None:
+def _zip_member(fh: IO[bytes], info: zipfile.ZipInfo, kind: MemberKind, w: _Writer) -> None:
+    """One member, read as unzip and zipfile both read it (:mod:`auditor.provenance.zipheaders`:
+    the data is decompressed here, and must end exactly as its headers declare)."""
+    local = check_member(fh, info, kind is MemberKind.FOLDER)
     if kind is MemberKind.FOLDER:
         rel = w.target(info.filename, is_dir=True)
         if rel is not None:
             w.folder(rel)
+            w.mode(rel, unix_mode(info), folder=True)
         return
     rel = w.target(info.filename, is_dir=False)
     if rel is None:
         return
+    stream = io.BufferedReader(MemberStream(fh, info, local), _CHUNK)
     try:
-        with zf.open(info) as fh:
-            if kind is MemberKind.SYMLINK:
-                target = fh.read(_MAX_LINK + 1)
-                try:
-                    w.symlink(rel, target.decode("utf-8"))
-                except UnicodeDecodeError:
-                    raise _Refused(f"symlink {_show(rel)} target is not UTF-8") from None
-            else:
-                w.file(rel, fh, bool(unix_mode(info) & stat.S_IXUSR), info.file_size)
-    except (zipfile.BadZipFile, RuntimeError, OSError, EOFError, lzma.LZMAError) as exc:
+        if kind is MemberKind.SYMLINK:
+            target = stream.read(_MAX_LINK + 1)
+            if stream.read(1):
+                raise _Refused(f"symlink {_show(rel)} has an invalid target")
+            try:
+                w.symlink(rel, target.decode("utf-8"))
+            except UnicodeDecodeError:
+                raise _Refused(f"symlink {_show(rel)} target is not UTF-8") from None
+        else:
+            w.file(rel, stream, bool(unix_mode(info) & stat.S_IXUSR), info.file_size)
+            w.mode(rel, unix_mode(info))
+    except (OSError, EOFError) as exc:
         raise _Refused(f"entry {_show(info.filename)} cannot be read: {exc}") from None
 
 
@@ -480,6 +588,7 @@ def _copy_folder(src: Path, w: _Writer) -> None:
                 rel = w.target(name, is_dir=True)
                 if rel is not None:
                     w.folder(rel)
+                    w.mode(rel, st.st_mode, folder=True)
                 elif ".git" in name.split("/"):
                     continue  # recorded by target(); its content is never copied
                 stack.append((name + "/", Path(entry.path)))
@@ -495,6 +604,7 @@ def _copy_folder(src: Path, w: _Writer) -> None:
                 fd = os.open(entry.path, os.O_RDONLY | os.O_NOFOLLOW)
                 with os.fdopen(fd, "rb") as fh:
                     w.file(rel, fh, bool(st.st_mode & stat.S_IXUSR), st.st_size)
+                w.mode(rel, st.st_mode)  # a symlink's own mode means nothing
 
 
 # ---------------------------------------------------------------- entry point
@@ -524,6 +634,9 @@ def unpack_bundle(spec: BundleSpec, workdir: Path) -> Unpacked:
         else:
             with open_input(src, "bundle", cap) as fh:
                 kind, compression, archive_commit, fmt = _unpack_file(fh, w)
+    except AmbiguousArchive as exc:
+        shutil.rmtree(root, ignore_errors=True)
+        raise AmbiguousBundle(f"bundle {src}: {exc}; the proof fails") from None
     except (_Refused, BadArchive) as exc:
         shutil.rmtree(root, ignore_errors=True)
         raise InputError(f"bundle {src}: {exc}; refused") from None
@@ -540,7 +653,7 @@ def unpack_bundle(spec: BundleSpec, workdir: Path) -> Unpacked:
                          hint="check [bundle] path and strip_components")
     return Unpacked(root=root, kind=kind, compression=compression, files=w.files, bytes=w.bytes,
                     git_entries=tuple(w.git_entries), archive_commit=archive_commit,
-                    digests=dict(w.digests), format=fmt)
+                    digests=dict(w.digests), format=fmt, modes=dict(w.modes))
 
 
 @dataclass(frozen=True)
@@ -556,6 +669,7 @@ class BundleScan:
     archive_commit: str | None
     format: BundleFormat
     manifest: Mapping[str, BundleFile]
+    modes: Mapping[str, SpecialMode] = field(default_factory=dict)
 
 
 def hash_bundle(spec: BundleSpec) -> BundleScan | None:
@@ -576,6 +690,8 @@ def hash_bundle(spec: BundleSpec) -> BundleScan | None:
             kind, compression, archive_commit, fmt = _unpack_file(fh, h)
     except _NeedsDisk:
         return None
+    except AmbiguousArchive as exc:
+        raise AmbiguousBundle(f"bundle {src}: {exc}; the proof fails") from None
     except (_Refused, BadArchive) as exc:
         raise InputError(f"bundle {src}: {exc}; refused") from None
     except (OSError, EOFError, lzma.LZMAError, zipfile.BadZipFile, tarfile.TarError) as exc:
@@ -586,7 +702,7 @@ def hash_bundle(spec: BundleSpec) -> BundleScan | None:
                          hint="check [bundle] path and strip_components")
     return BundleScan(kind=kind, compression=compression, files=h.files, bytes=h.bytes,
                       git_entries=tuple(h.git_entries), archive_commit=archive_commit,
-                      format=fmt, manifest=h.manifest())
+                      format=fmt, manifest=h.manifest(), modes=dict(h.modes))
 
 
 def _unpack_file(fh: IO[bytes], w: _Writer
