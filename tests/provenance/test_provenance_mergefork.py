@@ -249,8 +249,9 @@ def test_upstream_commits_merged_in_from_another_release_line_are_upstreams(tmp_
 def _plan(case: dict[str, Any]) -> dict[str, Any]:
     spec_path = write_spec(case["tmp"] / "audit.toml", case["spec"])
     res = subprocess.run([sys.executable, "-m", "auditor", "review", "plan", str(spec_path),
-                          "--reviewers", "1", "--no-scan", "--json"],
-                         capture_output=True, text=True, timeout=300)
+                          "--reviewers", "1", "--no-scan", "--json",
+                          "--out", str(case["tmp"] / "packets")],
+                         capture_output=True, text=True, timeout=300, cwd=case["tmp"])
     assert res.returncode == 0, res.stderr
     return json.loads(res.stdout)
 
