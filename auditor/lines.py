@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 
 def split_lines(text: str) -> list[str]:
     """Split on newline only, as git does (blame, diff): not on a lone carriage return, form feed
@@ -11,3 +13,14 @@ def split_lines(text: str) -> list[str]:
     if lines and lines[-1] == "":
         lines.pop()
     return [line.removesuffix("\r") for line in lines]
+
+
+def line_ranges(lines: Iterable[int]) -> tuple[tuple[int, int], ...]:
+    """Line numbers as runs of consecutive lines, ``(first, last)``, in order (duplicates merged)."""
+    out: list[tuple[int, int]] = []
+    for n in sorted(set(lines)):
+        if out and n == out[-1][1] + 1:
+            out[-1] = (out[-1][0], n)
+        else:
+            out.append((n, n))
+    return tuple(out)

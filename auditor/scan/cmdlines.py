@@ -17,10 +17,11 @@ import ast
 import posixpath
 import re
 import shlex
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 
 import yaml
 
+from auditor.lines import line_ranges as _ranges
 from auditor.lines import split_lines
 from auditor.scan import cmake
 from auditor.scan.dockerfile import Reading
@@ -110,16 +111,6 @@ def reading(path: str, text: str, family: str | None) -> Reading | None:
     if not carried:
         return None
     return Reading("bash", "".join(ln + "\n" for ln in out), _ranges(carried))
-
-
-def _ranges(lines: Iterable[int]) -> tuple[tuple[int, int], ...]:
-    out: list[tuple[int, int]] = []
-    for n in sorted(set(lines)):
-        if out and n == out[-1][1] + 1:
-            out[-1] = (out[-1][0], n)
-        else:
-            out.append((n, n))
-    return tuple(out)
 
 
 def _put(out: list[str], line: int, command: str) -> None:

@@ -26,6 +26,7 @@ import posixpath
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from auditor.lines import line_ranges as _ranges
 from auditor.scan.interface import FileError, Scanner, ScannerRun, ScanTarget
 
 #: kinds whose files have no executable meaning: no rules needed (documented in the README)
@@ -113,16 +114,6 @@ class Assessment:
     uncovered: tuple[Mapping[str, object], ...]  # {"path", "language", "lines"}
     not_checked: Mapping[str, tuple[str, ...]]  # path -> reasons
     notes: tuple[str, ...]
-
-
-def _ranges(lines: Iterable[int]) -> list[tuple[int, int]]:
-    out: list[tuple[int, int]] = []
-    for n in sorted(set(lines)):
-        if out and n == out[-1][1] + 1:
-            out[-1] = (out[-1][0], n)
-        else:
-            out.append((n, n))
-    return out
 
 
 def _fmt(ranges: Sequence[tuple[int, int]]) -> str:

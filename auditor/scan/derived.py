@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
+from auditor.lines import line_ranges as _ranges
 from auditor.scan import cmake, cmdlines, dockerfile, pycoding, shellwords
 from auditor.scan.interface import ScanTarget
 
@@ -72,16 +73,6 @@ def derive(t: ScanTarget) -> list[ScanTarget]:
             out.append(_target(t, (x.derived or "bash") + shellwords.VIEW_SUFFIX, "bash", words,
                                covers=_ranges(carried), line_map=x.line_map))
     return out
-
-
-def _ranges(lines: set[int]) -> tuple[tuple[int, int], ...]:
-    out: list[tuple[int, int]] = []
-    for n in sorted(lines):
-        if out and n == out[-1][1] + 1:
-            out[-1] = (out[-1][0], n)
-        else:
-            out.append((n, n))
-    return tuple(out)
 
 
 def _readings(t: ScanTarget) -> list[ScanTarget]:
