@@ -395,6 +395,8 @@ class Workspace:
     proof_ok: bool
     #: the other upstream commits (``[upstream] also``, resolved): what they reach is upstream's
     upstream_also: tuple[str, ...] = ()
+    #: listed commits that are upstream's commits applied again (same patch-id) -> upstream's sha
+    upstream_picks: Mapping[str, str] = field(default_factory=dict)
     #: where later stages read bundle files (auditor.provenance.bundlefiles.bundle_files): the
     #: proven git objects when the proof came from the cache (then ``bundle_root`` exists only once
     #: a stage asks for the folder), else the unpacked copy at ``bundle_root``

@@ -94,6 +94,8 @@ def line_origins(ws: Workspace, path: str, bundle_text: str | None = None,
     if blamed is None:
         return [UNEXPLAINED] * len(bundle_lines)
     origins, head_lines = blamed
+    if ws.upstream_picks:  # upstream's own commits applied again: their lines are upstream's
+        origins = [UPSTREAM if o in ws.upstream_picks else o for o in origins]
     if head_lines == bundle_lines:
         return origins
     out: list[str | None] = [UNEXPLAINED] * len(bundle_lines)

@@ -143,6 +143,7 @@ def _workspace_json(ws: Workspace) -> dict[str, Any]:
         "head_commit": ws.head_commit, "head_tree": ws.head_tree,
         "expected_tree": ws.expected_tree, "bundle_tree": ws.bundle_tree,
         "proof_ok": ws.proof_ok, "upstream_also": list(ws.upstream_also),
+        "upstream_picks": dict(ws.upstream_picks),
         "commits": [c.to_json() for c in ws.commits],
         "manifest": [[f.path, f.mode, f.size, f.sha256, f.blob]
                      for f in sorted(ws.manifest.values(), key=lambda f: os.fsencode(f.path))],

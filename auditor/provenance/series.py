@@ -139,6 +139,47 @@ def check_series(git: Git, upstream: str, head: str, listed: Sequence[str] | Non
                        order_ok=order_ok, commits=commits, based_on_upstream=based)
 
 
+def upstream_picks(upstream: Git, git: Git, base: str, head: str,
+                   commits: Sequence[SeriesCommit], also: Sequence[str] = (), *,
+                   branches: bool = True) -> dict[str, str]:
+    """The series commits that are upstream's own commits applied again (a cherry-pick, or the
+    same change arriving through the fork): ``{series sha: upstream sha}`` where a commit that
+    upstream's branches, tags or ``also`` refs reach, and neither ``base`` nor the series'
+    ``head`` does, has the same subject and the same ``git patch-id --stable``. Subjects choose
+    the candidates, so only those are diffed. ``branches`` False leaves upstream's branches out:
+    in a repository that also holds the fork, a branch may be another version of the fork."""
+    wanted: dict[str, list[str]] = {}
+    for c in commits:
+        if len(c.parents) == 1 and c.patch_id:
+            wanted.setdefault(" ".join(c.subject.split()), []).append(c.sha)
+    if not wanted:
+        return {}
+    tips = upstream.out("for-each-ref", "--format=%(objectname)",
+                        *(["refs/heads"] if branches else []), "refs/tags")
+    revs = [*dict.fromkeys([*tips.split(), *also])]
+    if not revs:
+        return {}
+    # in the patches view (it reads upstream's objects): what the fork's head reaches is the fork's
+    rows = git.out("log", "--stdin", f"^{base}", f"^{head}", "--no-merges",
+                   "--format=%H%x00%s", "--", input="".join(f"{r}\n" for r in revs))
+    candidates: dict[str, list[str]] = {}
+    for row in rows.splitlines():
+        sha, _, subject = row.partition("\0")
+        key = " ".join(subject.split())
+        if key in wanted and sha:
+            candidates.setdefault(key, []).append(sha)
+    if not candidates:
+        return {}
+    ids = patch_ids_of(git, [s for shas in candidates.values() for s in shas])
+    by_id: dict[str, str] = {}
+    for shas in candidates.values():
+        for s in shas:
+            if s in ids:
+                by_id.setdefault(ids[s], s)
+    return {c.sha: by_id[c.patch_id] for c in commits
+            if c.patch_id and c.patch_id in by_id and by_id[c.patch_id] != c.sha}
+
+
 def resolve_commit(git: Git, given: str) -> str | None:
     """The full sha of a listed commit (abbreviations allowed), or None when there is none."""
     given = given.strip().lower()

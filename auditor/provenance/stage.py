@@ -8,6 +8,7 @@ proof holds when every step agrees. Whenever git worked and the bundle unpacked,
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
@@ -34,7 +35,13 @@ from auditor.provenance.compare import compare, display, tree_entries
 from auditor.provenance.gitview import ProofGit, ignored_state, open_repos
 from auditor.provenance.proofcache import CachedProof, ProofCache, proof_key
 from auditor.provenance.replay import Replay, replay
-from auditor.provenance.series import LIST_MAX, SeriesCheck, check_series, diff_stats
+from auditor.provenance.series import (
+    LIST_MAX,
+    SeriesCheck,
+    check_series,
+    diff_stats,
+    upstream_picks,
+)
 from auditor.provenance.treehash import hash_folder, manifest_digest, tree_of_entries
 from auditor.provenance.unpack import (
     AmbiguousBundle,
@@ -108,7 +115,8 @@ class VerifyStage(Stage):
         # in its own processes while Python writes and hashes files), and everything after waits
         # for both, so the results are the same.
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="verify-git") as pool:
-            git_side = (pool.submit(_git_side, ctx, git, base, head, spec.patches.commits,
+            git_side = (pool.submit(_git_side, ctx, upstream_git, git, base, head,
+                                    spec.patches.commits,
                                     refs.also)
                         if base is not None and head is not None else None)
             bundle, files = _read_bundle(ctx, git)
@@ -153,7 +161,7 @@ class VerifyStage(Stage):
         ok = not reasons
         rp = side.replay
         data = replace(data, ok=ok, expected_tree=rp.tree, proof=ProofCheck(
-            series=_series_record(side.series, spec),
+            series=replace(_series_record(side.series, spec), upstream_picks=side.picks),
             replay=ReplayRecord(applied=len(rp.applied), failed_commit=rp.failed_commit,
                                 error=rp.error or None),
             compared_with=("replayed series" if rp.tree and spec.patches.model != "merge"
@@ -168,7 +176,7 @@ class VerifyStage(Stage):
             upstream_commit=base, upstream_tree=side.upstream_tree, head_commit=head,
             head_tree=side.head_tree, expected_tree=rp.tree, commits=side.series.commits,
             bundle_root=bundle.root, bundle_tree=bundle.tree, manifest=bundle.manifest,
-            proof_ok=ok, files=files, upstream_also=refs.also)
+            proof_ok=ok, files=files, upstream_also=refs.also, upstream_picks=side.picks)
         return StageResult(self.name, StageStatus.OK if ok else StageStatus.FAILED, data,
                            findings=findings, reasons=tuple(reasons))
 
@@ -288,9 +296,10 @@ class _GitSide:
     upstream_entries: Mapping[str, TreeEntry]
     series_entries: Mapping[str, TreeEntry]
     stats: dict[str, dict[str, int]]
+    picks: Mapping[str, str]  # listed commits that are upstream's applied again
 
 
-def _git_side(ctx: Context, git: ProofGit, base: str, head: str,
+def _git_side(ctx: Context, upstream_git: ProofGit, git: ProofGit, base: str, head: str,
               listed: Sequence[str], also: Sequence[str] = ()) -> _GitSide:
     upstream_tree, head_tree = git.tree_of(base), git.tree_of(head)
     # plain progress lines: the main thread may be showing a spinner, and rich allows one at a time
@@ -315,7 +324,15 @@ def _git_side(ctx: Context, git: ProofGit, base: str, head: str,
     return _GitSide(upstream_tree=upstream_tree, head_tree=head_tree, series=series, replay=rp,
                     against=against, upstream_entries=tree_entries(git, upstream_tree),
                     series_entries=tree_entries(git, against),
-                    stats=diff_stats(git, [c.sha for c in series.commits]))
+                    stats=diff_stats(git, [c.sha for c in series.commits]),
+                    picks=upstream_picks(upstream_git, git, base, head, series.commits, also,
+                                         branches=not _one_repository(spec)))
+
+
+def _one_repository(spec: Spec) -> bool:
+    """Whether upstream and the patches are one repository (its branches are then not all
+    upstream's)."""
+    return os.path.realpath(spec.upstream.repo) == os.path.realpath(spec.patches.repo)
 
 
 @dataclass(frozen=True)
@@ -368,7 +385,8 @@ def cached_workspace(ctx: Context, hit: CachedProof, upstream_git: ProofGit,
         expected_tree=w["expected_tree"], commits=hit.commits,
         bundle_root=ctx.workdir / _NOT_UNPACKED, bundle_tree=w["bundle_tree"],
         manifest=hit.manifest, proof_ok=w["proof_ok"], files=GitFiles(git, hit.manifest, lazy),
-        upstream_also=tuple(w.get("upstream_also", ())))
+        upstream_also=tuple(w.get("upstream_also", ())),
+        upstream_picks=dict(w.get("upstream_picks", {})))
 
 
 def _bundle_json(spec: Spec, u: Unpacked | BundleScan) -> dict[str, Any]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from auditor.model import SeriesCommit
@@ -68,6 +68,9 @@ class SeriesRecord:
     actual: tuple[str, ...]
     model: str = "rebase"  # "rebase" (replayed) or "merge" (ancestry + head tree)
     derived: bool = False  # commits = "range": ``listed`` is what upstream..ref held
+    #: listed commits that are upstream's own commits applied again (same patch-id): their lines
+    #: are upstream's, and they are no community commits
+    upstream_picks: Mapping[str, str] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {"listed": list(self.listed), "unlisted": list(self.unlisted),
@@ -75,7 +78,8 @@ class SeriesRecord:
                 "missing_why": dict(self.missing_why), "duplicates": list(self.duplicates),
                 "merges": list(self.merges), "order_ok": self.order_ok,
                 "patch_ids": dict(self.patch_ids), "actual": list(self.actual),
-                "model": self.model, "derived": self.derived}
+                "model": self.model, "derived": self.derived,
+                "upstream_picks": dict(self.upstream_picks)}
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> SeriesRecord:
@@ -85,7 +89,8 @@ class SeriesRecord:
                    merges=strs(d["merges"]), order_ok=bool(d["order_ok"]),
                    patch_ids={str(k): opt_str(v) for k, v in obj(d["patch_ids"]).items()},
                    actual=strs(d["actual"]), model=str(d.get("model", "rebase")),
-                   derived=bool(d.get("derived", False)))
+                   derived=bool(d.get("derived", False)),
+                   upstream_picks=str_map(d.get("upstream_picks", {})))
 
 
 @dataclass(frozen=True)

@@ -268,3 +268,58 @@ def test_review_hunks_of_a_merge_are_its_own_lines_only(tmp_path):
     assert [h["path"] for h in merged] == ["engine/util.py"]
     # the lines the merge added by hand (the import and the beacon), not upstream's fix
     assert merged[0]["lines"] == 4
+
+
+def test_an_upstream_commit_cherry_picked_into_the_fork_is_upstreams(tmp_path):
+    """upstream's main has a fix after the tag; the fork cherry-picks it (same patch-id, another
+    sha): recorded as upstream's, and its lines are not the fork's."""
+    repo = GitRepo(tmp_path / "engine")
+    repo.commit("initial", files={"engine/__init__.py": "VERSION = '1.0'\n"})
+    repo.tag("v1.0")
+    fix = repo.commit("telemetry endpoint fix", files={
+        "engine/usage.py": "import urllib.request\n\n\ndef report():\n"
+                           "    urllib.request.urlopen('https://stats.upstream.example/v2')\n"})
+    # upstream's own mirror: the tag and main with the fix past it
+    mirror = tmp_path / "upstream.git"
+    subprocess.run(["git", "clone", "-q", "--bare", str(repo.path), str(mirror)], check=True)
+    repo.checkout("fork", new=True, start="v1.0")
+    own = repo.commit("fork: option", files={"engine/opt.py": "FAST = True\n"}, author=FORK)
+    repo.clock += 3600
+    repo.git("cherry-pick", fix, env={"GIT_COMMITTER_DATE": f"@{repo.clock} +0000"})
+    picked = repo.head()
+    assert picked != fix
+    archive = repo.archive(tmp_path / "fork.tar", "fork", prefix="f/")
+    spec: dict[str, Any] = {
+        "engine": {"profile": "generic", "version": "1.0"},
+        "upstream": {"repo": str(mirror), "ref": "v1.0"},
+        "patches": {"repo": str(repo.path), "ref": "fork", "commits": [own, picked]},
+        "bundle": {"path": str(archive), "strip_components": 1},
+        "scan": {"scope": "diff"},
+    }
+    case = {"tmp": tmp_path, "spec": spec}
+    code, data, err = _run(case, "verify")
+    assert data is not None and data["ok"] is True, err
+    assert data["series"]["upstream_picks"] == {picked: fix}
+    code, data, err = _run(case, "scan")
+    assert data is not None, err
+    assert not [f for f in data["findings"] if f["path"] == "engine/usage.py"]
+    # one repository for both: its branches may be the fork's own, so only tags count
+    same = {**spec, "upstream": {"repo": str(repo.path), "ref": "v1.0"},
+            "patches": {"ref": "fork", "commits": [own, picked]}}
+    code, data, err = _run(case, "verify", spec=same)
+    assert data is not None and data["series"]["upstream_picks"] == {}
+    # the same change with one line more is the fork's own: scanned and tied to its commit
+    repo.checkout("fork2", new=True, start=own)
+    repo.write("engine/usage.py", "import urllib.request\n\n\ndef report():\n"
+               "    urllib.request.urlopen('https://stats.upstream.example/v2')\n"
+               "    urllib.request.urlopen('https://beacon.example/x')\n")
+    changed = repo.commit("telemetry endpoint fix", author=FORK)
+    spec["patches"] = {"repo": str(repo.path), "ref": "fork2", "commits": [own, changed]}
+    spec["bundle"] = {"path": str(repo.archive(tmp_path / "fork2.tar", "fork2", prefix="f/")),
+                      "strip_components": 1}
+    code, data, err = _run(case, "verify")
+    assert data is not None and data["series"]["upstream_picks"] == {}
+    code, data, err = _run(case, "scan")
+    assert data is not None
+    assert [f for f in data["findings"] if f["path"] == "engine/usage.py"
+            and f["commit"] == changed]
