@@ -141,21 +141,22 @@ def check_series(git: Git, upstream: str, head: str, listed: Sequence[str] | Non
 
 def upstream_picks(upstream: Git, git: Git, base: str, head: str,
                    commits: Sequence[SeriesCommit], also: Sequence[str] = (), *,
-                   branches: bool = True) -> dict[str, str]:
+                   refs: bool = True) -> dict[str, str]:
     """The series commits that are upstream's own commits applied again (a cherry-pick, or the
     same change arriving through the fork): ``{series sha: upstream sha}`` where a commit that
     upstream's branches, tags or ``also`` refs reach, and neither ``base`` nor the series'
     ``head`` does, has the same subject and the same ``git patch-id --stable``. Subjects choose
-    the candidates, so only those are diffed. ``branches`` False leaves upstream's branches out:
-    in a repository that also holds the fork, a branch may be another version of the fork."""
+    the candidates, so only those are diffed. ``refs`` False leaves upstream's branches and tags
+    out, ``also`` alone counts: in a repository that also holds the fork, a branch or a tag may be
+    the fork's own (a real fork tags its own releases there)."""
     wanted: dict[str, list[str]] = {}
     for c in commits:
         if len(c.parents) == 1 and c.patch_id:
             wanted.setdefault(" ".join(c.subject.split()), []).append(c.sha)
     if not wanted:
         return {}
-    tips = upstream.out("for-each-ref", "--format=%(objectname)",
-                        *(["refs/heads"] if branches else []), "refs/tags")
+    tips = (upstream.out("for-each-ref", "--format=%(objectname)", "refs/heads", "refs/tags")
+            if refs else "")
     revs = [*dict.fromkeys([*tips.split(), *also])]
     if not revs:
         return {}

@@ -326,12 +326,12 @@ def _git_side(ctx: Context, upstream_git: ProofGit, git: ProofGit, base: str, he
                     series_entries=tree_entries(git, against),
                     stats=diff_stats(git, [c.sha for c in series.commits]),
                     picks=upstream_picks(upstream_git, git, base, head, series.commits, also,
-                                         branches=not _one_repository(spec)))
+                                         refs=not _one_repository(spec)))
 
 
 def _one_repository(spec: Spec) -> bool:
-    """Whether upstream and the patches are one repository (its branches are then not all
-    upstream's)."""
+    """Whether upstream and the patches are one repository (its branches and tags are then not
+    all upstream's)."""
     return os.path.realpath(spec.upstream.repo) == os.path.realpath(spec.patches.repo)
 
 

@@ -303,7 +303,7 @@ def test_an_upstream_commit_cherry_picked_into_the_fork_is_upstreams(tmp_path):
     code, data, err = _run(case, "scan")
     assert data is not None, err
     assert not [f for f in data["findings"] if f["path"] == "engine/usage.py"]
-    # one repository for both: its branches may be the fork's own, so only tags count
+    # one repository for both: its branches and tags may be the fork's own: only `also` counts
     same = {**spec, "upstream": {"repo": str(repo.path), "ref": "v1.0"},
             "patches": {"ref": "fork", "commits": [own, picked]}}
     code, data, err = _run(case, "verify", spec=same)
@@ -323,3 +323,38 @@ def test_an_upstream_commit_cherry_picked_into_the_fork_is_upstreams(tmp_path):
     assert data is not None
     assert [f for f in data["findings"] if f["path"] == "engine/usage.py"
             and f["commit"] == changed]
+
+
+def test_in_one_repository_a_forks_own_tags_are_not_upstream(tmp_path):
+    """A real fork tags its own releases in the repository that also holds upstream: a commit
+    picked from one of the fork's release lines into another is the fork's, not upstream's."""
+    repo = GitRepo(tmp_path / "engine")
+    repo.commit("initial", files={"engine/__init__.py": "VERSION = '1.0'\n"})
+    repo.tag("v1.0")
+    repo.checkout("fork-a", new=True, start="v1.0")
+    first = repo.commit("fork: beacon", files={
+        "engine/b.py": "import socket\nsocket.create_connection(('evil.example', 80))\n"},
+        author=FORK)
+    repo.tag("fork-release-1")
+    repo.checkout("fork-b", new=True, start="v1.0")
+    repo.clock += 3600
+    repo.git("cherry-pick", first, env={"GIT_COMMITTER_DATE": f"@{repo.clock} +0000"})
+    again = repo.head()
+    archive = repo.archive(tmp_path / "b.tar", "fork-b", prefix="f/")
+    spec: dict[str, Any] = {
+        "engine": {"profile": "generic", "version": "1.0"},
+        "upstream": {"repo": str(repo.path), "ref": "v1.0"},
+        "patches": {"ref": "fork-b", "commits": [again]},
+        "bundle": {"path": str(archive), "strip_components": 1},
+        "scan": {"scope": "diff"},
+    }
+    case = {"tmp": tmp_path, "spec": spec}
+    code, data, err = _run(case, "verify")
+    assert data is not None and data["series"]["upstream_picks"] == {}, err
+    code, data, err = _run(case, "scan")
+    assert data is not None
+    assert [f for f in data["findings"] if f["path"] == "engine/b.py" and f["commit"] == again]
+    # named as upstream's with `also`, it is upstream's: the reviewer said so
+    spec["upstream"]["also"] = ["fork-release-1"]
+    code, data, err = _run(case, "verify")
+    assert data is not None and data["series"]["upstream_picks"] == {again: first}
