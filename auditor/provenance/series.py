@@ -16,6 +16,7 @@ from typing import Any
 from auditor.errors import ToolError
 from auditor.gitio import Git
 from auditor.model import SeriesCommit
+from auditor.provenance.replay import automatic_merge
 
 REASONS_MAX = 20  # hidden commits named one per line; the rest are counted
 LIST_MAX = 1000  # commits listed in the JSON; totals are always given
@@ -179,6 +180,24 @@ def upstream_picks(upstream: Git, git: Git, base: str, head: str,
                 by_id.setdefault(ids[s], s)
     return {c.sha: by_id[c.patch_id] for c in commits
             if c.patch_id and c.patch_id in by_id and by_id[c.patch_id] != c.sha}
+
+
+def merge_changes(git: Git, commits: Sequence[SeriesCommit]) -> dict[str, list[str]]:
+    """For each two-parent merge among ``commits`` that is not what git's own merge of its parents
+    gives: the paths it changed while merging (``{merge sha: [paths]}``; a clean merge is left
+    out). A merge git cannot recompute is compared with its first parent."""
+    out: dict[str, list[str]] = {}
+    for c in commits:
+        if len(c.parents) != 2:
+            continue
+        base = automatic_merge(git, c.parents, conflicts=True) or c.parents[0]
+        names = git.run("diff-tree", "-r", "-z", "--name-only", "--no-renames", base, c.sha,
+                        "--", text=False).stdout
+        assert isinstance(names, bytes)
+        paths = [n.decode("utf-8", "surrogateescape") for n in names.split(b"\0") if n]
+        if paths:
+            out[c.sha] = paths
+    return out
 
 
 def resolve_commit(git: Git, given: str) -> str | None:

@@ -40,6 +40,7 @@ from auditor.provenance.series import (
     SeriesCheck,
     check_series,
     diff_stats,
+    merge_changes,
     upstream_picks,
 )
 from auditor.provenance.treehash import hash_folder, manifest_digest, tree_of_entries
@@ -161,7 +162,8 @@ class VerifyStage(Stage):
         ok = not reasons
         rp = side.replay
         data = replace(data, ok=ok, expected_tree=rp.tree, proof=ProofCheck(
-            series=replace(_series_record(side.series, spec), upstream_picks=side.picks),
+            series=replace(_series_record(side.series, spec), upstream_picks=side.picks,
+                           merge_changes={k: tuple(v) for k, v in side.merged.items()}),
             replay=ReplayRecord(applied=len(rp.applied), failed_commit=rp.failed_commit,
                                 error=rp.error or None),
             compared_with=("replayed series" if rp.tree and spec.patches.model != "merge"
@@ -297,6 +299,7 @@ class _GitSide:
     series_entries: Mapping[str, TreeEntry]
     stats: dict[str, dict[str, int]]
     picks: Mapping[str, str]  # listed commits that are upstream's applied again
+    merged: Mapping[str, list[str]]  # merges with lines of their own -> the paths
 
 
 def _git_side(ctx: Context, upstream_git: ProofGit, git: ProofGit, base: str, head: str,
@@ -326,7 +329,8 @@ def _git_side(ctx: Context, upstream_git: ProofGit, git: ProofGit, base: str, he
                     series_entries=tree_entries(git, against),
                     stats=diff_stats(git, [c.sha for c in series.commits]),
                     picks=upstream_picks(upstream_git, git, base, head, series.commits, also,
-                                         refs=not _one_repository(spec)))
+                                         refs=not _one_repository(spec)),
+                    merged=merge_changes(git, series.commits))
 
 
 def _one_repository(spec: Spec) -> bool:

@@ -154,6 +154,21 @@ def _proof(v: ReportView, h2: str) -> list[str]:
     out.append(f"- series: {p.listed} listed, {order}; unlisted (hidden): "
                f"{_shas(p.unlisted)}; missing: {_shas(p.missing)}; merges: {_shas(p.merges)}")
     out.append("")
+    if p.merge_changes:
+        out.append("Changed while merging (lines git's own merge of the parents does not give; "
+                   "scanned and reviewed as the merge's):")
+        out.append("")
+        for sha, paths in p.merge_changes[:MAX_ROWS]:
+            shown = ", ".join(code(x) for x in paths[:10]) + (
+                f" and {len(paths) - 10} more" if len(paths) > 10 else "")
+            out.append(f"- merge {code(sha[:12])}: {shown}")
+        out.append("")
+    if p.upstream_picks:
+        out.append("Upstream's commits applied again (same patch-id; their lines are upstream's, "
+                   "not the fork's):")
+        out.append("")
+        out += [f"- {code(s[:12])} = upstream {code(u[:12])}" for s, u in p.upstream_picks[:MAX_ROWS]]
+        out.append("")
     if p.differences:
         out.append("Paths that differ:")
         out.append("")

@@ -145,6 +145,10 @@ class Proof:
     differences: tuple[Mapping[str, Any], ...]
     differences_total: int  # the stage may list only the first ones
     anomalies: tuple[str, ...]
+    #: merges with lines of their own (sha, paths changed while merging); upstream's commits
+    #: applied again through the fork (series sha, upstream sha)
+    merge_changes: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    upstream_picks: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -463,6 +467,9 @@ def _proof(st: StageResult) -> Proof:
         differences=diffs,
         differences_total=max(len(diffs), p.differences_total if p is not None else 0),
         anomalies=tuple(_anomaly_text(a) for a in (p.anomalies if p is not None else ())),
+        merge_changes=tuple((k, tuple(redact(x) for x in v))
+                            for k, v in (p.series.merge_changes.items() if p is not None else ())),
+        upstream_picks=tuple(p.series.upstream_picks.items()) if p is not None else (),
     )
 
 

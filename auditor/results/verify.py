@@ -71,6 +71,8 @@ class SeriesRecord:
     #: listed commits that are upstream's own commits applied again (same patch-id): their lines
     #: are upstream's, and they are no community commits
     upstream_picks: Mapping[str, str] = field(default_factory=dict)
+    #: merges that are not git's own merge of their parents -> the paths changed while merging
+    merge_changes: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {"listed": list(self.listed), "unlisted": list(self.unlisted),
@@ -79,7 +81,8 @@ class SeriesRecord:
                 "merges": list(self.merges), "order_ok": self.order_ok,
                 "patch_ids": dict(self.patch_ids), "actual": list(self.actual),
                 "model": self.model, "derived": self.derived,
-                "upstream_picks": dict(self.upstream_picks)}
+                "upstream_picks": dict(self.upstream_picks),
+                "merge_changes": {k: list(v) for k, v in self.merge_changes.items()}}
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> SeriesRecord:
@@ -90,7 +93,9 @@ class SeriesRecord:
                    patch_ids={str(k): opt_str(v) for k, v in obj(d["patch_ids"]).items()},
                    actual=strs(d["actual"]), model=str(d.get("model", "rebase")),
                    derived=bool(d.get("derived", False)),
-                   upstream_picks=str_map(d.get("upstream_picks", {})))
+                   upstream_picks=str_map(d.get("upstream_picks", {})),
+                   merge_changes={str(k): strs(v)
+                                  for k, v in obj(d.get("merge_changes", {})).items()})
 
 
 @dataclass(frozen=True)

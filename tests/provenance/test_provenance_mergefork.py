@@ -358,3 +358,18 @@ def test_in_one_repository_a_forks_own_tags_are_not_upstream(tmp_path):
     spec["upstream"]["also"] = ["fork-release-1"]
     code, data, err = _run(case, "verify")
     assert data is not None and data["series"]["upstream_picks"] == {again: first}
+
+
+def test_merges_with_lines_of_their_own_are_listed_as_changed_while_merging(tmp_path):
+    clean = _fork(tmp_path / "clean")
+    code, data, _ = _run(clean, "verify")
+    assert data is not None and data["series"]["merge_changes"] == {}
+    evil = _fork(tmp_path / "evil", evil_merge=True)
+    code, data, _ = _run(evil, "verify")
+    assert data is not None and data["ok"] is True
+    assert data["series"]["merge_changes"] == {evil["merge"]: ["engine/util.py"]}
+    res = subprocess.run([sys.executable, "-m", "auditor", "audit",
+                          str(evil["tmp"] / "audit.toml"), "--out", str(tmp_path / "out")],
+                         capture_output=True, text=True, timeout=600)
+    report = (tmp_path / "out" / "report.md").read_text()
+    assert "Changed while merging" in report and evil["merge"][:12] in report, res.stderr[-2000:]
