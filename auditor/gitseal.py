@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from auditor.errors import InputError
-from auditor.subproc import run
+from auditor.gitio import git_env, run
 
 #: bump when the sealed repository's layout or config changes (caches key on it)
 SEAL_VERSION = "1"
@@ -54,11 +54,9 @@ _CONFIG = """\
 \tauto = false
 {extensions}"""
 
-# The environment of the git that reads a given repository's refs: no configuration besides the
-# repository's own (which for-each-ref reads only for its core settings), no replace objects.
-_READ_ENV = {"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull,
-             "GIT_NO_REPLACE_OBJECTS": "1", "GIT_ATTR_NOSYSTEM": "1", "GIT_TERMINAL_PROMPT": "0",
-             "GIT_PAGER": "cat", "LC_ALL": "C"}
+# The git that reads a given repository's refs runs in gitio's fixed environment: no configuration
+# besides the repository's own (which for-each-ref reads only for its core settings), no replace
+# objects, none of the caller's GIT_* variables.
 
 
 @dataclass(frozen=True)
@@ -116,7 +114,7 @@ def _new_folder() -> Path:
 
 def _git(origin_gitdir: Path, *args: str, check: bool = True) -> str:
     # --git-dir: no discovery above the folder, no work tree
-    res = run(["git", f"--git-dir={origin_gitdir}", *args], env=_READ_ENV, check=check)
+    res = run(["git", f"--git-dir={origin_gitdir}", *args], env=git_env(), check=check)
     return res.stdout
 
 
@@ -126,7 +124,7 @@ def git_dirs(repo: Path, what: str) -> tuple[Path, Path]:
     if not repo.exists():
         raise InputError(f"{what} {repo} does not exist")
     res = run(["git", "-C", str(repo), "rev-parse", "--path-format=absolute", "--git-dir",
-               "--git-common-dir"], env=_READ_ENV, check=False)
+               "--git-common-dir"], env=git_env(), check=False)
     dirs = res.stdout.splitlines()
     if res.returncode != 0 or len(dirs) != 2:
         raise InputError(f"{what} {repo} is not a git repository")

@@ -140,6 +140,14 @@ def check_series(git: Git, upstream: str, head: str, listed: Sequence[str] | Non
                        order_ok=order_ok, commits=commits, based_on_upstream=based)
 
 
+def also_commits(upstream: Git, names: Sequence[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """``[upstream] also`` resolved in the upstream repository: (the commits, without repeats;
+    the names that resolve to none), one ``git cat-file --batch-check``."""
+    shas = upstream.resolve_many(names)
+    return (tuple(dict.fromkeys(s for s in shas if s)),
+            tuple(n for n, s in zip(names, shas, strict=True) if s is None))
+
+
 def upstream_picks(upstream: Git, git: Git, base: str, head: str,
                    commits: Sequence[SeriesCommit], also: Sequence[str] = (), *,
                    refs: bool = True) -> dict[str, str]:

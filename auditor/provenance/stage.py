@@ -38,6 +38,7 @@ from auditor.provenance.replay import Replay, replay
 from auditor.provenance.series import (
     LIST_MAX,
     SeriesCheck,
+    also_commits,
     check_series,
     diff_stats,
     merge_changes,
@@ -244,15 +245,10 @@ def _resolve_refs(spec: Spec, upstream_git: ProofGit, git: ProofGit) -> _Refs:
     if head is None:
         reasons.append(f"patches ref {spec.patches.ref} does not resolve in "
                        f"{spec.patches.repo}")
-    also = []
-    for name in spec.upstream.also:
-        sha = upstream_git.rev_parse(name)
-        if sha is None:
-            reasons.append(f"[upstream] also: {name} does not resolve in {spec.upstream.repo}")
-        else:
-            also.append(sha)
-    return _Refs(base=base, ref_commit=ref_commit, head=head, reasons=tuple(reasons),
-                 also=tuple(dict.fromkeys(also)))
+    also, unresolved = also_commits(upstream_git, spec.upstream.also)
+    reasons += [f"[upstream] also: {name} does not resolve in {spec.upstream.repo}"
+                for name in unresolved]
+    return _Refs(base=base, ref_commit=ref_commit, head=head, reasons=tuple(reasons), also=also)
 
 
 def _series_reasons(ctx: Context, side: _GitSide, policy: Policy) -> list[str]:

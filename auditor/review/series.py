@@ -16,7 +16,7 @@ from auditor.errors import InputError
 from auditor.gitio import Git
 from auditor.model import SeriesCommit, Workspace
 from auditor.provenance.gitview import open_repos
-from auditor.provenance.series import check_series
+from auditor.provenance.series import also_commits, check_series
 from auditor.review.areas import ReviewArea, area_of, profile_areas
 from auditor.review.hunks import Hunk, series_hunks
 from auditor.spec import Spec
@@ -64,7 +64,10 @@ def series_of_spec(spec: Spec) -> ReviewSeries:
     if head is None:
         raise InputError(f"patches ref {spec.patches.ref} does not resolve in {spec.patches.repo}")
     merge_model = spec.patches.model == "merge"
-    also = [a for a in (upstream_git.rev_parse(n) for n in spec.upstream.also) if a]
+    also, unresolved = also_commits(upstream_git, spec.upstream.also)
+    if unresolved:
+        raise InputError(f"[upstream] also: {unresolved[0]} does not resolve in "
+                         f"{spec.upstream.repo}")
     check = check_series(git, base, head,
                          None if spec.patches.commits_range else spec.patches.commits,
                          topo=merge_model, also=also)
