@@ -144,3 +144,29 @@ def context(tmp: Path, repo: GitRepo, commits: list[str], bundle: Path, ws: Work
 
 def bundle_of(repo: GitRepo, rev: str, dest: Path) -> Path:
     return export_tree(repo, rev, dest)
+
+
+def semgrep_shipped_rules(semgrep: str, root: Path, targets: list[str]) -> dict[str, Any]:
+    """The real semgrep with the shipped rules over ``targets`` (relative to ``root``), offline,
+    in a private home; its JSON document (the test fails when it printed none)."""
+    import json
+
+    import pytest
+
+    from auditor import gitio
+    from auditor.scan import rules as rules_mod
+
+    home = root / ".home"
+    home.mkdir(exist_ok=True)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SEMGREP_")}
+    env.update({"HOME": str(home), "SEMGREP_SETTINGS_FILE": str(home / "settings.yml"),
+                "SEMGREP_ENABLE_VERSION_CHECK": "0"})
+    res = gitio.run([semgrep, "scan", "--metrics=off", "--json", "--no-rewrite-rule-ids",
+                     "--x-ignore-semgrepignore-files", "--no-git-ignore",
+                     "--config", str(rules_mod.RULES_DIR), *targets],
+                    cwd=root, env=env, check=False, timeout=300)
+    try:
+        doc: dict[str, Any] = json.loads(res.stdout)
+    except ValueError:
+        pytest.fail(f"semgrep printed no JSON (exit {res.returncode}): {res.stderr[-800:]}")
+    return doc

@@ -3,8 +3,6 @@ call in a `.cu` file at the right line (semgrep cannot parse the file as it is).
 
 from __future__ import annotations
 
-import json
-import os
 import shutil
 import sys
 from pathlib import Path
@@ -13,8 +11,8 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from scancase import semgrep_shipped_rules
 
-from auditor import gitio
 from auditor.scan import rules as rules_mod
 from auditor.scan.cuda import cuda_to_cpp, is_cuda, shim_name
 
@@ -158,21 +156,8 @@ def cuda_scan(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     for rel, text in {"csrc/kernel.cu": KERNEL_CU, "csrc/helper.cuh": HELPER_CUH}.items():
         (root / shim_name(rel)).write_text(cuda_to_cpp(text))
     (root / "csrc" / "unshimmed.cpp").write_text(KERNEL_CU)
-    home = root / ".home"
-    home.mkdir()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SEMGREP_")}
-    env.update({"HOME": str(home), "SEMGREP_SETTINGS_FILE": str(home / "settings.yml"),
-                "SEMGREP_ENABLE_VERSION_CHECK": "0"})
     assert SEMGREP is not None
-    res = gitio.run([SEMGREP, "scan", "--metrics=off", "--json", "--no-rewrite-rule-ids",
-                     "--x-ignore-semgrepignore-files", "--no-git-ignore",
-                     "--config", str(rules_mod.RULES_DIR), "csrc"],
-                    cwd=root, env=env, check=False, timeout=300)
-    try:
-        doc: dict[str, Any] = json.loads(res.stdout)
-    except ValueError:
-        pytest.fail(f"semgrep printed no JSON (exit {res.returncode}): {res.stderr[-800:]}")
-    return doc
+    return semgrep_shipped_rules(SEMGREP, root, ["csrc"])
 
 
 @pytest.mark.skipif(SEMGREP is None, reason="semgrep is not installed")

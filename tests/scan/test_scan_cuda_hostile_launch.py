@@ -7,16 +7,14 @@ or says it cannot (the file is not checked), never a silent blank. Real semgrep,
 
 from __future__ import annotations
 
-import json
-import os
 import shutil
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from scancase import semgrep_shipped_rules
 
-from auditor import gitio
 from auditor.scan import rules as rules_mod
 from auditor.scan.cuda import cuda_to_cpp, shim_name
 
@@ -111,18 +109,8 @@ def scanned(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         shimmed = cuda_to_cpp(text)
         assert same_shape(text, shimmed)
         (root / shim_name(name)).write_text(shimmed)
-    home = root / ".home"
-    home.mkdir()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SEMGREP_")}
-    env.update({"HOME": str(home), "SEMGREP_SETTINGS_FILE": str(home / "settings.yml"),
-                "SEMGREP_ENABLE_VERSION_CHECK": "0"})
     assert SEMGREP is not None
-    res = gitio.run([SEMGREP, "scan", "--metrics=off", "--json", "--no-rewrite-rule-ids",
-                     "--x-ignore-semgrepignore-files", "--no-git-ignore",
-                     "--config", str(rules_mod.RULES_DIR),
-                     *sorted(shim_name(n) for n in files)],
-                    cwd=root, env=env, check=False, timeout=300)
-    doc: dict[str, Any] = json.loads(res.stdout)
+    doc = semgrep_shipped_rules(SEMGREP, root, sorted(shim_name(n) for n in files))
     return doc
 
 
