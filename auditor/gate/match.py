@@ -9,7 +9,7 @@ placed where it stood in the old one.
 from __future__ import annotations
 
 from collections import defaultdict, deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -61,15 +61,38 @@ class CommitMatch:
 
 def entries(verify: VerifyData | None) -> tuple[SeriesEntry, ...]:
     """The listed series of a verify stage's result, in order, with patch-ids and subjects (from
-    the listed commits when the stage read them, else the listed shas alone)."""
+    the listed commits when the stage read them, else the listed shas alone).
+
+    What the fork itself changes is compared, so a merge-based fork's upstream content stays out:
+    a commit recorded as upstream's own applied again (``upstream_picks``) is upstream's, a merge
+    git's own merge of its parents reproduces adds nothing, and a merge with lines of its own is
+    paired by the patch-id of those lines (``merge_patch_ids``). Positions stay those of the
+    listed series."""
     if verify is None:
         return ()
+    series = verify.proof.series if verify.proof is not None else None
+    skip: set[str] = set()
+    merge_ids: Mapping[str, str] = {}
+    if series is not None:
+        skip = set(series.upstream_picks)
+        merge_ids = series.merge_patch_ids
+        skip |= {m for m in series.merges if m not in series.merge_changes}
     if verify.commits:
         return tuple(SeriesEntry(i, c.commit.sha, c.commit.subject.strip(),
-                                 verify.patch_id(c.commit.sha))
-                     for i, c in enumerate(verify.commits, 1))
-    return tuple(SeriesEntry(i, sha, "", verify.patch_id(sha))
-                 for i, sha in enumerate(verify.listed, 1))
+                                 merge_ids.get(c.commit.sha) or verify.patch_id(c.commit.sha))
+                     for i, c in enumerate(verify.commits, 1) if c.commit.sha not in skip)
+    return tuple(SeriesEntry(i, sha, "", merge_ids.get(sha) or verify.patch_id(sha))
+                 for i, sha in enumerate(verify.listed, 1) if sha not in skip)
+
+
+def left_out(verify: VerifyData | None) -> tuple[int, int]:
+    """(upstream commits applied again, clean merges) that :func:`entries` leaves out."""
+    if verify is None or verify.proof is None:
+        return 0, 0
+    series = verify.proof.series
+    listed = set(verify.listed)
+    return (len(set(series.upstream_picks) & listed),
+            len({m for m in series.merges if m not in series.merge_changes} & listed))
 
 
 def _norm_subject(subject: str) -> str:

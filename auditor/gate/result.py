@@ -14,7 +14,7 @@ from typing import Any
 
 from auditor.gate.carry import CarriedReasons, carry_reasons, without_carried
 from auditor.gate.compare import DepsDiff, FindingDiff, compare_deps, compare_findings
-from auditor.gate.match import CommitMatch, counts, entries, match_series
+from auditor.gate.match import CommitMatch, counts, entries, left_out, match_series
 from auditor.model import AuditResult, StageStatus, Verdict, compute_verdict
 from auditor.report.view import as_map, clean_finding
 from auditor.results.deps import DepsData
@@ -109,8 +109,12 @@ def decide(baseline: AuditResult, audit: AuditResult, *, baseline_path: str = ""
         extra.append(f"{len(findings.carried)} finding(s) already reviewed in the baseline "
                      "(same fingerprint) carried, not counted")
     c = counts(series)
+    picks, clean = left_out(_verify(audit))
+    apart = [f"{picks} upstream commit(s) applied again"] * bool(picks) + [
+        f"{clean} clean merge(s)"] * bool(clean)
     extra.append(f"series: {c['unchanged']} unchanged, {c['changed']} changed, {c['added']} new, "
-                 f"{c['dropped']} dropped commit(s) since the baseline")
+                 f"{c['dropped']} dropped commit(s) since the baseline"
+                 + (f" (the fork's own; {' and '.join(apart)} left out)" if apart else ""))
     series_known = bool(old_series) and bool(new_series)
     if not series_known:
         extra.append("series: not compared — "

@@ -190,11 +190,21 @@ def upstream_picks(upstream: Git, git: Git, base: str, head: str,
             if c.patch_id and c.patch_id in by_id and by_id[c.patch_id] != c.sha}
 
 
-def merge_changes(git: Git, commits: Sequence[SeriesCommit]) -> dict[str, list[str]]:
+@dataclass(frozen=True)
+class MergeChange:
+    """A merge's own change: what it holds beyond git's own merge of its parents."""
+
+    paths: tuple[str, ...]
+    #: ``git patch-id --stable`` of the diff from git's own merge to the merge: the same own
+    #: lines give the same id, whatever the merge is called or which parents it has
+    patch_id: str | None
+
+
+def merge_changes(git: Git, commits: Sequence[SeriesCommit]) -> dict[str, MergeChange]:
     """For each two-parent merge among ``commits`` that is not what git's own merge of its parents
-    gives: the paths it changed while merging (``{merge sha: [paths]}``; a clean merge is left
-    out). A merge git cannot recompute is compared with its first parent."""
-    out: dict[str, list[str]] = {}
+    gives: the paths it changed while merging and the patch-id of that change (a clean merge is
+    left out). A merge git cannot recompute is compared with its first parent."""
+    out: dict[str, MergeChange] = {}
     for c in commits:
         if len(c.parents) != 2:
             continue
@@ -202,10 +212,24 @@ def merge_changes(git: Git, commits: Sequence[SeriesCommit]) -> dict[str, list[s
         names = git.run("diff-tree", "-r", "-z", "--name-only", "--no-renames", base, c.sha,
                         "--", text=False).stdout
         assert isinstance(names, bytes)
-        paths = [n.decode("utf-8", "surrogateescape") for n in names.split(b"\0") if n]
+        paths = tuple(n.decode("utf-8", "surrogateescape") for n in names.split(b"\0") if n)
         if paths:
-            out[c.sha] = paths
+            out[c.sha] = MergeChange(paths, _diff_patch_id(git, base, c.sha))
     return out
+
+
+def _diff_patch_id(git: Git, old: str, new: str) -> str | None:
+    """``git patch-id --stable`` of the diff between two trees (or commits)."""
+    diff = git.run("diff-tree", "-r", "-p", "--no-color", "--no-ext-diff", "--no-textconv",
+                   "--no-renames", "--full-index", old, new, "--", text=False).stdout
+    assert isinstance(diff, bytes)
+    if not diff.strip():
+        return None
+    res = git.run("patch-id", "--stable", input=b"commit " + new.encode() + b"\n" + diff,
+                  text=False).stdout
+    assert isinstance(res, bytes)
+    pid = res.decode().partition(" ")[0]
+    return pid or None
 
 
 def resolve_commit(git: Git, given: str) -> str | None:

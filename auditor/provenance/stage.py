@@ -37,6 +37,7 @@ from auditor.provenance.proofcache import CachedProof, ProofCache, proof_key
 from auditor.provenance.replay import Replay, replay
 from auditor.provenance.series import (
     LIST_MAX,
+    MergeChange,
     SeriesCheck,
     also_commits,
     check_series,
@@ -164,7 +165,9 @@ class VerifyStage(Stage):
         rp = side.replay
         data = replace(data, ok=ok, expected_tree=rp.tree, proof=ProofCheck(
             series=replace(_series_record(side.series, spec), upstream_picks=side.picks,
-                           merge_changes={k: tuple(v) for k, v in side.merged.items()}),
+                           merge_changes={k: m.paths for k, m in side.merged.items()},
+                           merge_patch_ids={k: m.patch_id for k, m in side.merged.items()
+                                            if m.patch_id}),
             replay=ReplayRecord(applied=len(rp.applied), failed_commit=rp.failed_commit,
                                 error=rp.error or None),
             compared_with=("replayed series" if rp.tree and spec.patches.model != "merge"
@@ -295,7 +298,7 @@ class _GitSide:
     series_entries: Mapping[str, TreeEntry]
     stats: dict[str, dict[str, int]]
     picks: Mapping[str, str]  # listed commits that are upstream's applied again
-    merged: Mapping[str, list[str]]  # merges with lines of their own -> the paths
+    merged: Mapping[str, MergeChange]  # merges with lines of their own -> their change
 
 
 def _git_side(ctx: Context, upstream_git: ProofGit, git: ProofGit, base: str, head: str,

@@ -73,6 +73,9 @@ class SeriesRecord:
     upstream_picks: Mapping[str, str] = field(default_factory=dict)
     #: merges that are not git's own merge of their parents -> the paths changed while merging
     merge_changes: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    #: those merges -> ``git patch-id --stable`` of their own change (the diff from git's own merge
+    #: of the parents): what the gate pairs a merge by
+    merge_patch_ids: Mapping[str, str] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {"listed": list(self.listed), "unlisted": list(self.unlisted),
@@ -82,7 +85,8 @@ class SeriesRecord:
                 "patch_ids": dict(self.patch_ids), "actual": list(self.actual),
                 "model": self.model, "derived": self.derived,
                 "upstream_picks": dict(self.upstream_picks),
-                "merge_changes": {k: list(v) for k, v in self.merge_changes.items()}}
+                "merge_changes": {k: list(v) for k, v in self.merge_changes.items()},
+                "merge_patch_ids": dict(self.merge_patch_ids)}
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> SeriesRecord:
@@ -95,7 +99,8 @@ class SeriesRecord:
                    derived=bool(d.get("derived", False)),
                    upstream_picks=str_map(d.get("upstream_picks", {})),
                    merge_changes={str(k): strs(v)
-                                  for k, v in obj(d.get("merge_changes", {})).items()})
+                                  for k, v in obj(d.get("merge_changes", {})).items()},
+                   merge_patch_ids=str_map(d.get("merge_patch_ids", {})))
 
 
 @dataclass(frozen=True)
