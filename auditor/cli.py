@@ -67,10 +67,10 @@ def _options(**kw: Any) -> Options:
     return Options(verbose=_state["verbose"], **{k: v for k, v in kw.items() if v is not None})
 
 
-def _load(spec: Path) -> Any:
+def _load(spec: Path, *, writing_series: bool = False) -> Any:
     from auditor.spec import load_spec
 
-    return load_spec(spec)
+    return load_spec(spec, writing_series=writing_series)
 
 
 def _stage_command(spec_path: Path, name: str, options: Options, as_json: bool,
@@ -127,7 +127,7 @@ def series(
 
     _check_output(output)
     try:
-        text = series_text(_load(spec), rng, model)
+        text = series_text(_load(spec, writing_series=True), rng, model)
         if output is None:
             sys.stdout.write(text)
         else:

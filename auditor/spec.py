@@ -382,9 +382,11 @@ def _targets(t: _Table) -> dict[str, Target]:
 # ---------------------------------------------------------------- the spec
 
 
-def load_spec(path: str | Path) -> Spec:
+def load_spec(path: str | Path, *, writing_series: bool = False) -> Spec:
     """Load and validate an audit spec. Every problem is a SpecError naming file and key; a spec
-    with several problems raises one :class:`~auditor.errors.SpecErrors` listing them all."""
+    with several problems raises one :class:`~auditor.errors.SpecErrors` listing them all.
+    ``writing_series``: for ``auditor series``, which writes ``[patches] commits_file``: the file
+    need not exist yet (the spec then lists no commits)."""
     file = Path(path).resolve()
     if file.is_dir():
         file = file / "audit.toml"
@@ -427,7 +429,8 @@ def load_spec(path: str | Path) -> Spec:
                       what="a full 40-hex commit sha"),
         also=_also_refs(t)), required=True)
     patches: PatchesSpec | None = section(
-        "patches", lambda t: _patches(t, root, upstream.repo if upstream else None),
+        "patches", lambda t: _patches(t, root, upstream.repo if upstream else None,
+                                      writing_series=writing_series),
         required=True)
     bundle: BundleSpec | None = section("bundle", lambda t: BundleSpec(
         path=t.path("path", root, required=True),
@@ -483,12 +486,13 @@ def _also_refs(t: _Table) -> tuple[str, ...]:
     return refs
 
 
-def _patches(t: _Table, root: Path, upstream_repo: Path | None) -> PatchesSpec:
+def _patches(t: _Table, root: Path, upstream_repo: Path | None, *,
+             writing_series: bool = False) -> PatchesSpec:
     patches_repo = t.path("repo", root, default=upstream_repo)
     ref = t.text("ref", required=True)
     model = t.text("model", "rebase", check=lambda s: s in ("rebase", "merge"),
                    what='"rebase" or "merge"')
-    commits_file = t.path("commits_file", root)
+    commits_file = t.path("commits_file", root, must_exist=not writing_series)
     commits_range = t.data.get("commits") == "range"
     if commits_range:
         t.seen.add("commits")
@@ -502,7 +506,8 @@ def _patches(t: _Table, root: Path, upstream_repo: Path | None) -> PatchesSpec:
         commits: tuple[str, ...] = ()
         source = 'patches.commits = "range"'
     elif commits_file is not None:
-        commits = _read_series_file(commits_file, t)
+        commits = (() if writing_series and not commits_file.exists()
+                   else _read_series_file(commits_file, t))
         source = str(commits_file)
     else:
         commits = tuple(c.strip() for c in commits_list or ())

@@ -8,6 +8,7 @@ are not on the branch (missing), a different order, duplicates, and merge commit
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -146,6 +147,62 @@ def also_commits(upstream: Git, names: Sequence[str]) -> tuple[tuple[str, ...], 
     shas = upstream.resolve_many(names)
     return (tuple(dict.fromkeys(s for s in shas if s)),
             tuple(n for n, s in zip(names, shas, strict=True) if s is None))
+
+
+def one_repository(upstream_repo: str | os.PathLike[str],
+                   patches_repo: str | os.PathLike[str]) -> bool:
+    """Whether upstream and the patches are one repository (its branches and tags are then not
+    all upstream's)."""
+    return os.path.realpath(upstream_repo) == os.path.realpath(patches_repo)
+
+
+@dataclass(frozen=True)
+class MergedUpstream:
+    """Upstream commits a merge-based fork's range holds that no ``also`` ref names: what
+    upstream's own branches and tags reach (a fork that merged upstream's main, or a release line
+    nobody named)."""
+
+    heads: tuple[str, ...]  # the newest of them: ``^`` of each leaves them all out of the range
+    total: int
+
+
+def merged_upstream(upstream: Git, git: Git, base: str, head: str,
+                    also: Sequence[str] = ()) -> MergedUpstream:
+    """The upstream commits in ``base..head`` (less what ``also`` reaches) that upstream's
+    branches and tags reach, read in the patches view (it reads upstream's objects). For an
+    upstream repository that is not the fork's own: there every branch and tag is upstream's."""
+    tips = upstream.out("for-each-ref", "--format=%(objectname)", "refs/heads", "refs/tags").split()
+    if not tips:
+        return MergedUpstream((), 0)
+    rng = "".join(f"{r}\n" for r in (head, f"^{base}", *(f"^{c}" for c in also)))
+    rows = [r.split() for r in git.out("rev-list", "--parents", "--stdin", input=rng).splitlines()]
+    own = set(git.out("rev-list", "--stdin",
+                      input=rng + "".join(f"^{t}\n" for t in dict.fromkeys(tips))).split())
+    ups = {r[0]: r[1:] for r in rows if r and r[0] not in own}
+    has_child = {p for ps in ups.values() for p in ps if p in ups}
+    return MergedUpstream(tuple(sorted(s for s in ups if s not in has_child)), len(ups))
+
+
+@dataclass(frozen=True)
+class UpstreamReach:
+    """Every upstream commit besides the base that the fork's range is read without."""
+
+    also: tuple[str, ...]  # ``[upstream] also`` resolved, then the merged heads
+    unresolved: tuple[str, ...]  # ``also`` names that resolve to no commit
+    merged: MergedUpstream
+
+
+def upstream_reach(upstream: Git, git: Git, base: str | None, head: str | None,
+                   names: Sequence[str], *, merge_model: bool,
+                   one_repository: bool) -> UpstreamReach:
+    """``[upstream] also`` and, for a merge-based fork whose upstream repository is not its own,
+    what upstream's branches and tags reach in the range (:func:`merged_upstream`): the one
+    definition the proof, ``auditor series`` and the review plan read the range by."""
+    also, unresolved = also_commits(upstream, names)
+    merged = MergedUpstream((), 0)
+    if merge_model and not one_repository and base and head:
+        merged = merged_upstream(upstream, git, base, head, also)
+    return UpstreamReach((*also, *merged.heads), unresolved, merged)
 
 
 def upstream_picks(upstream: Git, git: Git, base: str, head: str,

@@ -11,7 +11,12 @@ from __future__ import annotations
 
 from auditor.errors import InputError
 from auditor.provenance.gitview import open_repos
-from auditor.provenance.series import branch_commits, read_commits
+from auditor.provenance.series import (
+    branch_commits,
+    one_repository,
+    read_commits,
+    upstream_reach,
+)
 from auditor.spec import Spec
 from auditor.textsafe import console_safe
 
@@ -25,7 +30,7 @@ def series_text(spec: Spec, rng: str, model: str) -> str:
     start, sep, end = rng.partition("..")
     if not sep or not start or not end or end.startswith(".") or "\n" in rng:
         raise InputError(f"--range: expected A..B (two revisions), got {rng!r}")
-    _, git = open_repos(spec.upstream.repo, spec.patches.repo)
+    upstream_git, git = open_repos(spec.upstream.repo, spec.patches.repo)
     resolved = []
     for name in (start, end):
         sha = None if name.startswith("-") else git.rev_parse(name)
@@ -33,7 +38,13 @@ def series_text(spec: Spec, rng: str, model: str) -> str:
             raise InputError(f"--range: {name!r} does not resolve to a commit in the patches "
                              f"repository {spec.patches.repo}")
         resolved.append(sha)
-    shas = branch_commits(git, resolved[0], resolved[1], topo=model == "merge")
+    reach = upstream_reach(upstream_git, git, resolved[0], resolved[1], spec.upstream.also,
+                           merge_model=model == "merge",
+                           one_repository=one_repository(spec.upstream.repo, spec.patches.repo))
+    if reach.unresolved:
+        raise InputError(f"[upstream] also: {reach.unresolved[0]} does not resolve in "
+                         f"{spec.upstream.repo}")
+    shas = branch_commits(git, resolved[0], resolved[1], topo=model == "merge", also=reach.also)
     commits = read_commits(git, list(shas))
     if model == "rebase":
         commits = tuple(c for c in commits if len(c.parents) <= 1)

@@ -8,7 +8,6 @@ proof holds when every step agrees. Whenever git worked and the bundle unpacked,
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
@@ -38,12 +37,14 @@ from auditor.provenance.replay import Replay, replay
 from auditor.provenance.series import (
     LIST_MAX,
     MergeChange,
+    MergedUpstream,
     SeriesCheck,
-    also_commits,
     check_series,
     diff_stats,
     merge_changes,
+    one_repository,
     upstream_picks,
+    upstream_reach,
 )
 from auditor.provenance.treehash import hash_folder, manifest_digest, tree_of_entries
 from auditor.provenance.unpack import (
@@ -165,6 +166,8 @@ class VerifyStage(Stage):
         rp = side.replay
         data = replace(data, ok=ok, expected_tree=rp.tree, proof=ProofCheck(
             series=replace(_series_record(side.series, spec), upstream_picks=side.picks,
+                           upstream_merged=refs.merged.heads,
+                           upstream_merged_total=refs.merged.total,
                            merge_changes={k: m.paths for k, m in side.merged.items()},
                            merge_patch_ids={k: m.patch_id for k, m in side.merged.items()
                                             if m.patch_id}),
@@ -223,7 +226,8 @@ class _Refs:
     ref_commit: str | None
     head: str | None
     reasons: tuple[str, ...]
-    also: tuple[str, ...] = ()  # [upstream] also, resolved
+    also: tuple[str, ...] = ()  # [upstream] also, resolved, and the merged upstream heads
+    merged: MergedUpstream = MergedUpstream((), 0)
 
 
 def _resolve_refs(spec: Spec, upstream_git: ProofGit, git: ProofGit) -> _Refs:
@@ -248,10 +252,13 @@ def _resolve_refs(spec: Spec, upstream_git: ProofGit, git: ProofGit) -> _Refs:
     if head is None:
         reasons.append(f"patches ref {spec.patches.ref} does not resolve in "
                        f"{spec.patches.repo}")
-    also, unresolved = also_commits(upstream_git, spec.upstream.also)
+    reach = upstream_reach(upstream_git, git, base, head, spec.upstream.also,
+                           merge_model=spec.patches.model == "merge",
+                           one_repository=one_repository(spec.upstream.repo, spec.patches.repo))
     reasons += [f"[upstream] also: {name} does not resolve in {spec.upstream.repo}"
-                for name in unresolved]
-    return _Refs(base=base, ref_commit=ref_commit, head=head, reasons=tuple(reasons), also=also)
+                for name in reach.unresolved]
+    return _Refs(base=base, ref_commit=ref_commit, head=head, reasons=tuple(reasons),
+                 also=reach.also, merged=reach.merged)
 
 
 def _series_reasons(ctx: Context, side: _GitSide, policy: Policy) -> list[str]:
@@ -328,14 +335,8 @@ def _git_side(ctx: Context, upstream_git: ProofGit, git: ProofGit, base: str, he
                     series_entries=tree_entries(git, against),
                     stats=diff_stats(git, [c.sha for c in series.commits]),
                     picks=upstream_picks(upstream_git, git, base, head, series.commits, also,
-                                         refs=not _one_repository(spec)),
+                                         refs=not one_repository(spec.upstream.repo, spec.patches.repo)),
                     merged=merge_changes(git, series.commits))
-
-
-def _one_repository(spec: Spec) -> bool:
-    """Whether upstream and the patches are one repository (its branches and tags are then not
-    all upstream's)."""
-    return os.path.realpath(spec.upstream.repo) == os.path.realpath(spec.patches.repo)
 
 
 @dataclass(frozen=True)

@@ -324,6 +324,9 @@ def _verify_summary(d: VerifyData) -> str:
         merges = len(d.proof.series.merges)
         contains = (f"upstream {ref} (commit {short(d.upstream.commit or '')}) and {n} listed "
                     f"commit(s) ({merges} merge{'s' if merges != 1 else ''})")
+        if d.proof.series.upstream_merged_total:
+            contains += (f", besides {d.proof.series.upstream_merged_total} upstream commit(s) "
+                         "that upstream's other branches or tags reach")
         if d.ok:
             return (f"proof holds: bundle tree {short(d.bundle_tree)} = head "
                     f"{short(d.head.commit or '')} of {d.head.ref}, which contains {contains}")

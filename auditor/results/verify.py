@@ -76,6 +76,10 @@ class SeriesRecord:
     #: those merges -> ``git patch-id --stable`` of their own change (the diff from git's own merge
     #: of the parents): what the gate pairs a merge by
     merge_patch_ids: Mapping[str, str] = field(default_factory=dict)
+    #: a merge-based fork whose upstream repository is its own: upstream commits the range holds
+    #: that upstream's branches or tags reach and no ``also`` ref names (the newest; all of them)
+    upstream_merged: tuple[str, ...] = ()
+    upstream_merged_total: int = 0
 
     def to_json(self) -> dict[str, Any]:
         return {"listed": list(self.listed), "unlisted": list(self.unlisted),
@@ -86,7 +90,9 @@ class SeriesRecord:
                 "model": self.model, "derived": self.derived,
                 "upstream_picks": dict(self.upstream_picks),
                 "merge_changes": {k: list(v) for k, v in self.merge_changes.items()},
-                "merge_patch_ids": dict(self.merge_patch_ids)}
+                "merge_patch_ids": dict(self.merge_patch_ids),
+                "upstream_merged": list(self.upstream_merged),
+                "upstream_merged_total": self.upstream_merged_total}
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> SeriesRecord:
@@ -100,7 +106,9 @@ class SeriesRecord:
                    upstream_picks=str_map(d.get("upstream_picks", {})),
                    merge_changes={str(k): strs(v)
                                   for k, v in obj(d.get("merge_changes", {})).items()},
-                   merge_patch_ids=str_map(d.get("merge_patch_ids", {})))
+                   merge_patch_ids=str_map(d.get("merge_patch_ids", {})),
+                   upstream_merged=strs(d.get("upstream_merged", [])),
+                   upstream_merged_total=int(d.get("upstream_merged_total", 0)))
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from auditor.errors import InputError
 from auditor.gitio import Git
 from auditor.model import SeriesCommit, Workspace
 from auditor.provenance.gitview import open_repos
-from auditor.provenance.series import also_commits, check_series
+from auditor.provenance.series import check_series, one_repository, upstream_reach
 from auditor.review.areas import ReviewArea, area_of, profile_areas
 from auditor.review.hunks import Hunk, series_hunks
 from auditor.spec import Spec
@@ -64,13 +64,14 @@ def series_of_spec(spec: Spec) -> ReviewSeries:
     if head is None:
         raise InputError(f"patches ref {spec.patches.ref} does not resolve in {spec.patches.repo}")
     merge_model = spec.patches.model == "merge"
-    also, unresolved = also_commits(upstream_git, spec.upstream.also)
-    if unresolved:
-        raise InputError(f"[upstream] also: {unresolved[0]} does not resolve in "
+    reach = upstream_reach(upstream_git, git, base, head, spec.upstream.also,
+                           merge_model=merge_model, one_repository=one_repository(spec.upstream.repo, spec.patches.repo))
+    if reach.unresolved:
+        raise InputError(f"[upstream] also: {reach.unresolved[0]} does not resolve in "
                          f"{spec.upstream.repo}")
     check = check_series(git, base, head,
                          None if spec.patches.commits_range else spec.patches.commits,
-                         topo=merge_model, also=also)
+                         topo=merge_model, also=reach.also)
     warnings = check.reasons(spec.patches.allow_merges or merge_model)
     return build_series(git, check.commits, spec.profile.review_areas, warnings)
 

@@ -373,3 +373,58 @@ def test_merges_with_lines_of_their_own_are_listed_as_changed_while_merging(tmp_
                          capture_output=True, text=True, timeout=600)
     report = (tmp_path / "out" / "report.md").read_text()
     assert "Changed while merging" in report and evil["merge"][:12] in report, res.stderr[-2000:]
+
+
+def test_upstream_commits_the_upstream_mirror_reaches_are_upstreams_without_naming(tmp_path):
+    """The fork (its own repository) merges upstream's main past the pinned tag, and a backport
+    line: with a separate upstream mirror, what its branches and tags reach is upstream's without
+    an ``also`` ref — not listed, not the fork's lines, counted in the statement; the commits file
+    ``auditor series`` writes and the review plan read the range the same way."""
+    up = GitRepo(tmp_path / "upstream")
+    up.commit("initial", files={"engine/__init__.py": "VERSION = '1.0'\n"})
+    up.tag("v1.0")
+    up.commit("upstream: usage stats", files={
+        "engine/usage.py": "import urllib.request\n\n\ndef report():\n"
+                           "    urllib.request.urlopen('https://stats.upstream.example/v1')\n"})
+    up.commit("upstream: more stats", files={"engine/more.py": "STATS = 2\n"})
+    fork = GitRepo(tmp_path / "fork")
+    fork.git("fetch", "-q", str(up.path), "main:refs/remotes/up/main", "tag", "v1.0")
+    fork.git("checkout", "-q", "-b", "fork", "v1.0")
+    own = fork.commit("fork: option", files={"engine/opt.py": "FAST = True\n"}, author=FORK)
+    fork.git("merge", "--no-ff", "-q", "-m", "Merge upstream main into fork", "up/main")
+    merge = fork.head()
+    archive = fork.archive(tmp_path / "fork.tar", "fork", prefix="f/")
+    spec: dict[str, Any] = {
+        "engine": {"profile": "generic", "version": "1.0"},
+        "upstream": {"repo": str(up.path), "ref": "v1.0"},
+        "patches": {"repo": str(fork.path), "ref": "fork", "model": "merge",
+                    "commits_file": str(tmp_path / "series.txt")},
+        "bundle": {"path": str(archive), "strip_components": 1},
+        "scan": {"scope": "diff"},
+    }
+    spec_path = write_spec(tmp_path / "audit.toml", spec)
+    res = subprocess.run([sys.executable, "-m", "auditor", "series", str(spec_path), "--range",
+                          "v1.0..fork", "--model", "merge", "-o", str(tmp_path / "series.txt")],
+                         capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr
+    listed = [ln.split()[0] for ln in (tmp_path / "series.txt").read_text().splitlines()
+              if ln and not ln.startswith("#")]
+    assert listed == [own, merge]
+    case = {"tmp": tmp_path, "spec": spec}
+    code, data, err = _run(case, "verify")
+    assert data is not None and data["ok"] is True and code == 0, (err, data and data["reasons"])
+    assert data["series"]["upstream_merged_total"] == 2
+    assert data["series"]["upstream_merged"] == [up.head()]
+    subprocess.run([sys.executable, "-m", "auditor", "audit", str(spec_path), "--out",
+                    str(tmp_path / "out")], capture_output=True, text=True, timeout=600)
+    report = (tmp_path / "out" / "report.md").read_text().replace("\\", "")
+    assert "besides 2 upstream commit(s) that upstream's other branches or tags reach" in report
+    code, data, err = _run(case, "scan")
+    assert data is not None, err
+    assert not [f for f in data["findings"] if f["path"] == "engine/usage.py"]
+    res = subprocess.run([sys.executable, "-m", "auditor", "review", "plan", str(spec_path),
+                          "--reviewers", "1", "--no-scan", "--json",
+                          "--out", str(tmp_path / "packets")],
+                         capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert "engine/usage.py" not in res.stdout and "engine/opt.py" in res.stdout
