@@ -9,14 +9,19 @@ commits that exist. What the series check finds wrong is carried as warnings: th
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from auditor.errors import InputError
 from auditor.gitio import Git
 from auditor.model import SeriesCommit, Workspace
 from auditor.provenance.gitview import open_repos
-from auditor.provenance.series import check_series, one_repository, upstream_reach
+from auditor.provenance.series import (
+    check_series,
+    one_repository,
+    upstream_picks,
+    upstream_reach,
+)
 from auditor.review.areas import ReviewArea, area_of, profile_areas
 from auditor.review.hunks import Hunk, series_hunks
 from auditor.spec import Spec
@@ -73,10 +78,20 @@ def series_of_spec(spec: Spec) -> ReviewSeries:
                          None if spec.patches.commits_range else spec.patches.commits,
                          topo=merge_model, also=reach.also)
     warnings = check.reasons(spec.patches.allow_merges or merge_model)
-    return build_series(git, check.commits, spec.profile.review_areas, warnings)
+    picks = upstream_picks(upstream_git, git, base, head, check.commits, reach.also,
+                           refs=not one_repository(spec.upstream.repo, spec.patches.repo))
+    return build_series(git, _community(check.commits, picks), spec.profile.review_areas,
+                        warnings)
+
+
+def _community(commits: Sequence[SeriesCommit], picks: Mapping[str, str]
+               ) -> tuple[SeriesCommit, ...]:
+    """The commits to review: an upstream commit applied again (a cherry-pick: its lines are
+    upstream's, see :func:`~auditor.provenance.series.upstream_picks`) is no community commit."""
+    return tuple(c for c in commits if c.sha not in picks)
 
 
 def series_of_workspace(ws: Workspace, areas: Sequence[ReviewArea]) -> ReviewSeries:
     """The verified workspace's series (the audit's review stage)."""
     _, git = open_repos(ws.upstream_repo, ws.patches_repo)
-    return build_series(git, ws.commits, areas)
+    return build_series(git, _community(ws.commits, ws.upstream_picks), areas)

@@ -303,6 +303,9 @@ def test_an_upstream_commit_cherry_picked_into_the_fork_is_upstreams(tmp_path):
     code, data, err = _run(case, "scan")
     assert data is not None, err
     assert not [f for f in data["findings"] if f["path"] == "engine/usage.py"]
+    # nor are they hunks to review (packets, coverage)
+    plan = _plan(case)
+    assert "engine/usage.py" not in json.dumps(plan) and "engine/opt.py" in json.dumps(plan)
     # one repository for both: its branches and tags may be the fork's own: only `also` counts
     same = {**spec, "upstream": {"repo": str(repo.path), "ref": "v1.0"},
             "patches": {"ref": "fork", "commits": [own, picked]}}
