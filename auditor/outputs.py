@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 import stat
 import tempfile
 from collections.abc import Iterable, Iterator
@@ -27,6 +28,7 @@ from auditor.model import AUDIT_SCHEMA
 
 MARKER_NAME = ".auditor-out"
 DEMO_SCHEMA = "auditor/demo/v1"
+_MARKER_SCHEMA = re.compile(r"auditor/[a-z][a-z-]{0,30}/v[0-9]{1,3}")
 
 
 def marker(schema: str = AUDIT_SCHEMA) -> dict[str, str]:
@@ -49,6 +51,21 @@ def has_marker(folder: Path, schema: str = AUDIT_SCHEMA) -> bool:
         return False
     return isinstance(data, dict) and data.get("tool") == "auditor" and \
         data.get("schema") == schema
+
+
+def marker_schema(folder: Path) -> str | None:
+    """The schema of this tool's marker in ``folder`` whatever its kind (``auditor/<kind>/v<n>``),
+    or None when there is none."""
+    path = folder / MARKER_NAME
+    try:
+        if os.path.islink(path) or not os.path.isfile(path) or os.lstat(path).st_size > 4096:
+            return None
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    schema = data.get("schema") if isinstance(data, dict) and data.get("tool") == "auditor" \
+        else None
+    return schema if isinstance(schema, str) and _MARKER_SCHEMA.fullmatch(schema) else None
 
 
 def spec_inputs(spec: Any) -> Iterator[Path]:
@@ -80,22 +97,34 @@ def _is_within(inner: Path, outer: Path) -> bool:
 
 def check_out_dir(out: Path, *, spec: Any = None, inputs: Iterable[Path] = (),
                   schema: str = AUDIT_SCHEMA, flag: str = "--out") -> Path:
-    """The resolved audit directory, once it is safe to replace; otherwise an InputError."""
+    """The resolved audit directory, once it is safe to replace; otherwise an InputError.
+
+    What the folder holds (the spec, an input) is checked before its marker, so the refusal names
+    the real reason: a demo folder has a marker, but of the demo, and holds the spec."""
     target = _real(out)
     if target.parent == target:
         raise InputError(f"{flag} {out}: the root folder can never be an output folder")
+    if os.path.lexists(target) and not target.is_dir():
+        raise InputError(f"{flag} {out}: exists and is not a folder; nothing was changed")
+    _check_inputs(out, target, spec, inputs, flag)
     if os.path.lexists(target):
-        if not target.is_dir():
-            raise InputError(f"{flag} {out}: exists and is not a folder; nothing was changed")
         try:
             empty = not any(os.scandir(target))
         except OSError as exc:
             raise InputError(f"{flag} {out}: cannot be listed: {exc.strerror}") from None
         if not empty and not has_marker(target, schema):
+            other = marker_schema(target)
+            what = (f"was written by auditor as another kind of folder (its {MARKER_NAME} marker "
+                    f"is of {other}, not {schema})" if other else
+                    f"was not written by auditor (it has no {MARKER_NAME} marker)")
             raise InputError(
-                f"{flag} {out}: exists, is not empty and was not written by auditor (it has no "
-                f"{MARKER_NAME} marker); it would be replaced, so nothing was changed",
-                hint=f"choose a new folder for {flag}")
+                f"{flag} {out}: exists, is not empty and {what}; it would be replaced, so nothing "
+                "was changed", hint=f"choose a new folder for {flag}")
+    return target
+
+
+def _check_inputs(out: Path, target: Path, spec: Any, inputs: Iterable[Path], flag: str) -> None:
+    """Refuse an output folder that is, holds or lies inside the spec's folder or an input."""
     named: list[tuple[str, Path]] = [(f"the input {p}", p) for p in inputs]
     if spec is not None:
         named += [(f"the input {p}", p) for p in spec_inputs(spec)]
@@ -112,7 +141,6 @@ def check_out_dir(out: Path, *, spec: Any = None, inputs: Iterable[Path] = (),
                              f"changed")
         if real.is_dir() and _is_within(target, real):
             raise InputError(f"{flag} {out}: lies inside {what}; write the audit elsewhere")
-    return target
 
 
 _KINDS = ((stat.S_ISLNK, "a symbolic link"), (stat.S_ISDIR, "a directory"),

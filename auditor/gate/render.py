@@ -16,7 +16,7 @@ from auditor.gate.compare import DepsDiff, decl_text
 from auditor.gate.match import CommitMatch, MatchKind, counts
 from auditor.gate.result import GateResult
 from auditor.model import Finding
-from auditor.report.console import safe
+from auditor.report.console import finding_line, safe
 from auditor.report.markdown import VERDICT_MARK, code, finding_row, md, table
 from auditor.report.view import clean_finding, short, vulnerabilities
 from auditor.textsafe import dump_json, redact
@@ -64,10 +64,7 @@ def print_gate(console: Console, g: GateResult) -> None:
     console.print(f"findings: {len(g.findings.new)} new, {len(g.findings.carried)} carried as "
                   f"reviewed, {len(g.findings.resolved)} gone since the baseline")
     for f in sorted(g.findings.new, key=lambda f: (f.waived, f.action.value, f.path))[:20]:
-        f = clean_finding(f)
-        state = "waived" if f.waived else f.action.value
-        console.print(f"  new {safe(state)} {safe(f.category.value)} {safe(f.path)}:{f.line} "
-                      f"({safe(short(f.commit) if f.commit else 'upstream')}) {safe(f.message)}")
+        console.print("  new" + finding_line(clean_finding(f)))
     if len(g.findings.new) > 20:
         console.print(f"  … and {len(g.findings.new) - 20} more in gate.md")
     d = g.deps

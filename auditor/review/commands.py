@@ -81,9 +81,10 @@ def scan_findings(spec: Spec, options: Options, series: ReviewSeries) -> Finding
 
 
 def plan(spec: Spec, reviewers: Sequence[str] | int, out: Path | None, *, scan: bool,
-         options: Options) -> tuple[Plan, list[Path]]:
+         options: Options, write: bool = True) -> tuple[Plan, list[Path]]:
     """The plan and its packets. ``reviewers``: names, or a count (``--reviewers N``), which is
-    capped at the series' hunk count; no counted reviewer gets an empty packet."""
+    capped at the series' hunk count; no counted reviewer gets an empty packet. Without ``write``
+    nothing is written (``--json`` without ``--out``: the plan goes to stdout only)."""
     series = series_of_spec(spec)
     counted = isinstance(reviewers, int)
     if isinstance(reviewers, int):
@@ -94,7 +95,7 @@ def plan(spec: Spec, reviewers: Sequence[str] | int, out: Path | None, *, scan: 
     found = (scan_findings(spec, options, series) if scan
              else Findings({}, "not scanned (--no-scan): run `auditor review plan` without "
                            "--no-scan, or `auditor scan`, to see the findings on these hunks"))
-    written = write_packets(p, out or DEFAULT_PACKETS, found, spec.path.name)
+    written = write_packets(p, out or DEFAULT_PACKETS, found, spec.path.name) if write else []
     return p, written
 
 

@@ -9,6 +9,11 @@ content and context alone keeps its id, and any edit of the hunk (whitespace and
 they matter in Python) gives a new one. :attr:`Hunk.id` is the digest's first 16 hex digits, for
 people; sign-offs record the full digest.
 
+Two hunks of the series can have the same content (the same lines with the same context twice in a
+file, or a change made, reverted and made again): each is a hunk of its own to review, so the
+second and later ones add their occurrence (2, 3, … in series order) to the digest. The first
+keeps the plain digest, so a series without repeats has the ids it always had.
+
 Changes without text lines are hunks too, counted as one line each: a binary file (named by its old
 and new blob), a mode change (the executable bit), an empty new or deleted file.
 """
@@ -18,7 +23,7 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Any
 
@@ -52,6 +57,7 @@ class Hunk:
     removed: int
     header: str  # the "@@ -a,b +c,d @@" line (display only; not part of the id)
     text: str  # the hunk's lines, decoded for display (not part of the id: the bytes are)
+    occurrence: int = 1  # 2, 3, …: a repeat of an earlier hunk's exact content (see above)
 
     @property
     def lines(self) -> int:
@@ -60,7 +66,7 @@ class Hunk:
 
     def to_json(self) -> dict[str, Any]:
         return {"id": self.id, "path": self.path, "commit": self.commit, "start": self.start,
-                "end": self.end, "lines": self.lines}
+                "end": self.end, "lines": self.lines, "occurrence": self.occurrence}
 
 
 def hunk_digest(path: str, file_kind: bytes, body: bytes) -> str:
@@ -104,7 +110,32 @@ def series_hunks(git: Git, commits: Sequence[str]) -> tuple[Hunk, ...]:
     if unknown:
         raise ToolError(f"git log -p gave a commit that was not asked for: {sorted(unknown)[0]}")
     hunks.sort(key=lambda h: order[h.commit])  # stable: diff order within a commit is kept
-    return tuple(hunks)
+    return with_occurrences(hunks)
+
+
+def with_occurrences(hunks: Sequence[Hunk]) -> tuple[Hunk, ...]:
+    """The hunks with unique digests: the n-th hunk (n >= 2) whose content repeats an earlier
+    one's gets the digest of (its content's digest, n)."""
+    seen: dict[str, int] = {}
+    out: list[Hunk] = []
+    for h in hunks:
+        n = seen.get(h.digest, 0) + 1
+        seen[h.digest] = n
+        if n > 1:
+            digest = occurrence_digest(h.digest, n)
+            h = replace(h, id=digest[:ID_HEX], digest=digest, occurrence=n)
+        out.append(h)
+    return tuple(out)
+
+
+def occurrence_digest(content_digest: str, occurrence: int) -> str:
+    """The digest of the ``occurrence``-th hunk (from 2) with the content ``content_digest``."""
+    h = hashlib.sha256()
+    for part in (_SCHEME + b"/occurrence", content_digest.encode("ascii"),
+                 str(occurrence).encode("ascii")):
+        h.update(len(part).to_bytes(8, "big"))
+        h.update(part)
+    return h.hexdigest()
 
 
 # ---------------------------------------------------------------- the patch parser

@@ -116,6 +116,12 @@ def _header(h: Hunk) -> str:
     return terminal_safe(redact(h.header))
 
 
+def _repeat(h: Hunk) -> str:
+    """A note on a hunk whose exact content came earlier in the series: it is reviewed again."""
+    return (f" · occurrence {h.occurrence} of the same lines and context (an id of its own)"
+            if h.occurrence > 1 else "")
+
+
 def _commit_line(plan: Plan, h: Hunk) -> str:
     return plan.series.subject(h.commit)
 
@@ -161,7 +167,7 @@ def packet_markdown(plan: Plan, p: Packet, findings: Findings, spec_name: str) -
                        + (f" lines {h.start}–{h.end}" if h.start else f" ({md(h.kind.value)})"))
             out.append("")
             out.append(f"Commit {md_code(h.commit[:12])} {md(_commit_line(plan, h))} · "
-                       f"+{h.added} −{h.removed}")
+                       f"+{h.added} −{h.removed}{_repeat(h)}")
             out.append("")
             if h.path in findings.unchecked:
                 out.append(f"- ⚠️ **not checked by the scan**: {md(findings.unchecked[h.path])}")
@@ -221,7 +227,8 @@ def packet_html(plan: Plan, p: Packet, findings: Findings, spec_name: str) -> st
             out.append(f'<h3 id="h-{_h(h.id)}">Hunk <code>{_h(h.id)}</code> — '
                        f"<code>{_h(h.path)}</code>{where}</h3>")
             out.append(f'<p class="muted">Commit <code>{_h(h.commit[:12])}</code> '
-                       f"{_h(_commit_line(plan, h))} · +{h.added} −{h.removed}</p>")
+                       f"{_h(_commit_line(plan, h))} · +{h.added} −{h.removed}"
+                       f"{_h(_repeat(h))}</p>")
             mine = findings.by_hunk.get(h.digest, ())
             if h.path in findings.unchecked:
                 out.append(f'<p class="warn">not checked by the scan: '

@@ -14,8 +14,8 @@ A reviews file is TOML, one ``[[signoff]]`` table per sign-off::
 ``[review] file`` names such a file, or a folder of them (one ``<reviewer>.toml`` per reviewer, so
 that reviewers' sign-offs merge in git without conflicts; every entry of ``alice.toml`` must be
 alice's). Anything malformed is a :class:`~auditor.errors.SpecError` naming the file and the key
-(exit 2). Appending takes a lock file beside the target, keeps the existing bytes exactly, checks
-that the result still parses, and replaces the file atomically.
+(exit 2). Appending takes a lock file beside the target (removed again when done), keeps the
+existing bytes exactly, checks that the result still parses, and replaces the file atomically.
 """
 
 from __future__ import annotations
@@ -242,14 +242,38 @@ def target_for(location: Path, reviewer: str, folder: bool = False) -> Path:
 
 @contextmanager
 def _locked(target: Path) -> Iterator[None]:
+    """Hold ``.<name>.lock`` beside ``target``; the lock file is removed when done.
+
+    The holder removes the file before it unlocks, so a waiter may wake up holding a file that is
+    no longer there: it takes the lock only once the file at the path is the one it locked."""
     lock = target.with_name(f".{target.name}.lock")
-    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+    while True:
+        try:
+            fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+        except OSError as exc:  # a link or a folder there, or no right to write: exit 2
+            raise SpecError(f"cannot take the lock file: {exc.strerror or exc}",
+                            file=str(lock)) from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            held = os.fstat(fd)
+            now = os.stat(lock, follow_symlinks=False)
+        except FileNotFoundError:
+            os.close(fd)
+            continue
+        except BaseException:
+            os.close(fd)
+            raise
+        if (held.st_dev, held.st_ino) == (now.st_dev, now.st_ino):
+            break
+        os.close(fd)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
         yield
     finally:
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        os.close(fd)
+        try:
+            os.unlink(lock)
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            os.close(fd)
 
 
 def append_signoffs(location: Path, reviewer: str, new: Sequence[SignOff], *,

@@ -41,7 +41,7 @@ def test_append_keeps_existing_bytes(tmp_path: Path) -> None:
     assert data.startswith(GOOD.encode())
     got = load_signoffs(f)
     assert [(s.reviewer, s.note) for s in got] == [("ann", ""), ("bo", "looks fine")]
-    assert sorted(p.name for p in tmp_path.iterdir()) == [".reviews.toml.lock", "reviews.toml"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["reviews.toml"]  # the lock is removed
 
 
 def test_hostile_note_round_trips_as_one_inert_value(tmp_path: Path) -> None:
