@@ -39,7 +39,12 @@ from cyclonedx.model.component import (
     PatchClassification,
     Pedigree,
 )
-from cyclonedx.model.impact_analysis import ImpactAnalysisAffectedStatus, ImpactAnalysisState
+from cyclonedx.model.impact_analysis import (
+    ImpactAnalysisAffectedStatus,
+    ImpactAnalysisJustification,
+    ImpactAnalysisResponse,
+    ImpactAnalysisState,
+)
 from cyclonedx.model.tool import ToolRepository
 from cyclonedx.model.vulnerability import (
     BomTarget,
@@ -56,11 +61,16 @@ from packageurl import PackageURL
 from packaging.utils import canonicalize_name
 
 from auditor import jsonschemas
+from auditor.bundledigest import BundleDigest
 from auditor.errors import ToolError
 from auditor.model import SeriesCommit, Workspace
 from auditor.sbom import formats
+from auditor.sbom.arrived import ArrivedCommit, split_pedigree
 from auditor.sbom.diffs import CommitDiff
+from auditor.sbom.engine import EngineIdentity
 from auditor.sbom.inputs import BuildInfo, DepsInfo, Module, sha256_or_none
+from auditor.sbom.locator import Locator
+from auditor.sbom.vex import Basis, Justification, VexJudgement, VexStatus
 from auditor.textsafe import dump_json, redact
 
 #: the serial of a reproducible SBOM is uuid5(SERIAL_NAMESPACE, sha256 of the content)
@@ -73,10 +83,9 @@ P = "auditor:"  # property namespace
 class SbomFacts:
     """Everything the document says, gathered by the stage."""
 
-    package: str  # the engine's package name (spec.engine profile)
-    engine_version: str
+    engine: EngineIdentity  # the engine audited (upstream's own metadata, see sbom.engine)
     upstream_ref: str
-    upstream_locator: str  # where upstream lives: the spec's URL, or a file:// URL of the mirror
+    upstream_locator: Locator  # where upstream lives: the spec's URL, or the spec-relative mirror
     workspace: Workspace
     manifest_sha256: str
     diffs: Mapping[str, CommitDiff]  # by commit sha
@@ -88,6 +97,18 @@ class SbomFacts:
     reproducible: bool
     tool_version: str
     vuln_source: str | None  # "osv", "pip-audit" or None
+    bundle: BundleDigest | None = None  # the audited bundle file (the fork's source)
+    patches_locator: Locator | None = None
+    patches_ref: str = ""
+    judgements: tuple[VexJudgement, ...] = ()  # one per deps.vulnerabilities, same order
+
+    @property
+    def package(self) -> str:
+        return self.engine.name
+
+    @property
+    def engine_version(self) -> str:
+        return self.engine.version
 
 
 @dataclass(frozen=True)
@@ -151,18 +172,62 @@ def _pypi_purl(name: str, version: str | None) -> PackageURL:
 # ---------------------------------------------------------------- pieces
 
 
-def _upstream_component(f: SbomFacts) -> Component:
+def _upstream_component(f: SbomFacts, arrived: Sequence[ArrivedCommit], total: int
+                        ) -> Component:
     ws = f.workspace
+    loc = f.upstream_locator
+    vcs = loc.vcs_url(ws.upstream_commit)
+    pedigree = None
+    if arrived:
+        # upstream's own commits that reached the bundle through the fork, not the fork's work
+        pedigree = Pedigree(
+            commits=[_commit(a.commit) for a in arrived],
+            notes=(f"{total} upstream commit(s) beyond {f.upstream_ref} arrived through the fork: "
+                   "cherry-picks of upstream commits (same patch-id) and commits of the other "
+                   "upstream refs the spec names ([upstream] also); they are upstream's, not the "
+                   "fork's own commits" + (f" (the first {len(arrived)} are listed)"
+                                           if total > len(arrived) else "")))
     return Component(
-        type=ComponentType.LIBRARY, bom_ref="auditor:upstream", name=f.package,
-        version=f.upstream_ref,
+        type=ComponentType.LIBRARY, bom_ref="auditor:upstream", name=f.engine.name,
+        version=f.engine.version,
         description=f"upstream source at {f.upstream_ref} (commit {ws.upstream_commit})",
-        purl=PackageURL(type="generic", name=f.package, version=ws.upstream_commit,
-                        qualifiers={"vcs_url": f"git+{f.upstream_locator}@{ws.upstream_commit}"}),
-        external_references=_ref(ExternalReferenceType.VCS, f.upstream_locator,
+        purl=PackageURL(type="generic", name=f.engine.name, version=ws.upstream_commit,
+                        qualifiers={"vcs_url": vcs} if vcs else None),
+        external_references=_ref(ExternalReferenceType.VCS, loc.shown,
                                  f"commit {ws.upstream_commit}"),
+        pedigree=pedigree,
         properties=_props([("git:commit", ws.upstream_commit), ("git:tree", ws.upstream_tree or None),
-                           ("git:ref", f.upstream_ref)]))
+                           ("git:ref", f.upstream_ref), ("git:repository", loc.shown),
+                           ("engine:name-from", f.engine.source)]
+                          + [(f"arrived:{a.via}", a.commit.sha + (f" = upstream {a.upstream_sha}"
+                                                                    if a.upstream_sha else ""))
+                             for a in arrived]))
+
+
+def _fork_component(f: SbomFacts) -> Component | None:
+    """The fork's source as audited: the bundle file (sha256 and size) at the series head."""
+    b = f.bundle
+    if b is None:
+        return None
+    ws = f.workspace
+    loc = f.patches_locator
+    vcs = loc.vcs_url(ws.head_commit) if loc else None
+    qualifiers = {"vcs_url": vcs} if vcs else None
+    return Component(
+        type=ComponentType.LIBRARY, bom_ref="auditor:fork-source", name=f.engine.name,
+        version=f.patches_ref or ws.head_commit,
+        description=(f"the audited source bundle ({b.path}): the fork at {f.patches_ref or 'its head'}"
+                     f" (commit {ws.head_commit})"
+                     + ("" if b.kind == "file" else "; a folder, named by its git tree")),
+        purl=PackageURL(type="generic", name=f.engine.name, version=ws.head_commit,
+                        qualifiers=qualifiers),
+        hashes=[_sha256(b.sha256)] if b.sha256 else [],
+        external_references=(_ref(ExternalReferenceType.VCS, loc.shown,
+                                  f"commit {ws.head_commit}") if loc else []),
+        properties=_props([("bundle:path", b.path), ("bundle:kind", b.kind),
+                           ("bundle:size", b.size), ("bundle:git-tree", ws.bundle_tree or None),
+                           ("series:head", ws.head_commit), ("git:ref", f.patches_ref or None),
+                           ("git:repository", loc.shown if loc else None)]))
 
 
 def _official_component(f: SbomFacts) -> Component | None:
@@ -197,6 +262,13 @@ def _patch(d: CommitDiff) -> Patch:
                  diff=Diff(text=AttachedText(content=d.text, content_type="text/x-diff")))
 
 
+def _module_props(m: Module) -> list[tuple[str, Any]]:
+    return ([("module:name", m.name), ("module:action", m.action), ("module:builder", m.builder)]
+            + [("module:source", s) for s in m.sources]
+            + [("module:changed-source", s) for s in m.changed_sources]
+            + [("module:command", c) for c in m.commands])
+
+
 def _module_component(m: Module) -> Component:
     return Component(
         type=ComponentType.FILE, bom_ref=f"auditor:module:{m.wheel_path}", name=m.wheel_path,
@@ -204,11 +276,7 @@ def _module_component(m: Module) -> Component:
         description=("compiled here from audited source" if m.action == "built"
                      else "taken unchanged from the official wheel" if m.action == "official"
                      else f"action {m.action}"),
-        properties=_props([("module:name", m.name), ("module:action", m.action),
-                           ("module:builder", m.builder)]
-                          + [("module:source", s) for s in m.sources]
-                          + [("module:changed-source", s) for s in m.changed_sources]
-                          + [("module:command", c) for c in m.commands]))
+        properties=_props(_module_props(m)))
 
 
 _HASH_ALGS = {"sha256": HashAlgorithm.SHA_256, "sha384": HashAlgorithm.SHA_384,
@@ -305,12 +373,8 @@ def _vulnerabilities(f: SbomFacts, by_name: Mapping[str, list[str]]) -> list[Vul
         versions += [BomTargetVersionRange(version=x, status=ImpactAnalysisAffectedStatus.UNAFFECTED)
                      for x in v.fixed]
         severity = _SEVERITIES.get((v.severity or "").lower(), VulnerabilitySeverity.UNKNOWN)
-        analysis = None
-        if v.waived:
-            analysis = VulnerabilityAnalysis(
-                state=ImpactAnalysisState.NOT_AFFECTED,
-                detail="waived in this audit" + (f": {redact(v.waiver)}" if v.waiver else "")
-                       + " (a reviewer's waiver, recorded as such)")
+        judgement = f.judgements[i] if i < len(f.judgements) else None
+        analysis = _analysis(judgement) if judgement is not None else None
         out.append(Vulnerability(
             bom_ref=f"auditor:vuln:{i}:{v.id}", id=v.id, source=source,
             description=redact(v.summary) if v.summary else None,
@@ -324,7 +388,45 @@ def _vulnerabilities(f: SbomFacts, by_name: Mapping[str, list[str]]) -> list[Vul
                                ("vulnerability:version", v.version),
                                ("vulnerability:severity", v.severity),
                                ("vulnerability:severity-source", v.severity_source),
-                               ("vulnerability:waived", v.waived)])))
+                               ("vulnerability:waived", v.waived)]
+                              + _vex_props(judgement))))
+    return out
+
+
+_STATES = {VexStatus.NOT_AFFECTED: ImpactAnalysisState.NOT_AFFECTED,
+           VexStatus.AFFECTED: ImpactAnalysisState.EXPLOITABLE,
+           VexStatus.FIXED: ImpactAnalysisState.RESOLVED,
+           VexStatus.UNDER_INVESTIGATION: ImpactAnalysisState.IN_TRIAGE}
+#: CycloneDX's nearest justification for each OpenVEX one auditor states; none where CycloneDX
+#: has no faithful twin (the OpenVEX label is kept in a property either way)
+_JUSTIFICATIONS = {
+    Justification.COMPONENT_NOT_PRESENT: ImpactAnalysisJustification.CODE_NOT_PRESENT,
+    Justification.VULNERABLE_CODE_NOT_PRESENT: ImpactAnalysisJustification.CODE_NOT_PRESENT,
+    Justification.INLINE_MITIGATIONS:
+        ImpactAnalysisJustification.PROTECTED_BY_MITIGATING_CONTROL,
+}
+
+
+def _analysis(j: VexJudgement) -> VulnerabilityAnalysis:
+    responses = []
+    if j.status is VexStatus.AFFECTED:
+        responses = ([ImpactAnalysisResponse.UPDATE] if j.vuln.fixed
+                     else [ImpactAnalysisResponse.CAN_NOT_FIX])
+    return VulnerabilityAnalysis(
+        state=_STATES[j.status],
+        justification=_JUSTIFICATIONS.get(j.justification) if j.justification else None,
+        responses=responses or None, detail=redact(j.detail))
+
+
+def _vex_props(j: VexJudgement | None) -> list[tuple[str, Any]]:
+    if j is None:
+        return []
+    out: list[tuple[str, Any]] = [("vex:status", j.status.value), ("vex:basis", j.basis.value),
+                                  ("vex:justification",
+                                   j.justification.value if j.justification else None)]
+    if j.basis is Basis.WAIVER and j.waiver is not None:
+        out += [("vex:waiver-owner", j.waiver.owner), ("vex:waiver-reason", j.waiver.reason),
+                ("vex:waiver-expires", j.waiver.expires.isoformat())]
     return out
 
 
@@ -336,6 +438,9 @@ def _artifact(f: SbomFacts, pedigree: Pedigree) -> Component:
         ("proof", "ok" if ws.proof_ok else "failed"),
         ("bundle:git-tree", ws.bundle_tree or None),
         ("bundle:manifest-sha256", f.manifest_sha256),
+        ("bundle:path", f.bundle.path if f.bundle else None),
+        ("bundle:sha256", f.bundle.sha256 if f.bundle else None),
+        ("bundle:size", f.bundle.size if f.bundle else None),
         ("bundle:files", len(ws.manifest)),
         ("upstream:commit", ws.upstream_commit),
         ("upstream:ref", f.upstream_ref),
@@ -376,18 +481,25 @@ def _artifact(f: SbomFacts, pedigree: Pedigree) -> Component:
 
 
 def build_sbom(f: SbomFacts) -> SbomDocument:
-    ws = f.workspace
-    ancestors = [_upstream_component(f)]
+    split = split_pedigree(f.workspace)
+    ancestors = [_upstream_component(f, split.arrived, split.arrived_total)]
+    fork = _fork_component(f)
+    if fork is not None:
+        ancestors.insert(0, fork)
     official = _official_component(f)
     if official is not None:
         ancestors.insert(0, official)
     pedigree = Pedigree(
         ancestors=ancestors,
-        commits=[_commit(c) for c in ws.commits],
-        patches=[_patch(f.diffs[c.sha]) for c in ws.commits],
+        commits=[_commit(c) for c in split.own],
+        patches=[_patch(f.diffs[c.sha]) for c in split.own],
         notes=f.notes)
     artifact = _artifact(f, pedigree)
     modules = [_module_component(m) for m in f.build.modules]
+    # the library keeps properties in sorted sets: the order they were given in is put back
+    # (a module's build commands are meaningful only in the order they ran)
+    given = {f"auditor:module:{m.wheel_path}": [(p.name, p.value) for p in _props(_module_props(m))]
+             for m in f.build.modules}
     deps, by_name = _dependency_components(f)
     tool = Component(type=ComponentType.APPLICATION, name="auditor", version=f.tool_version,
                      bom_ref="auditor:tool")
@@ -405,7 +517,8 @@ def build_sbom(f: SbomFacts) -> SbomDocument:
     except Exception as exc:  # the library raises a variety of its own errors on bad data
         raise ToolError(f"cyclonedx-python-lib could not serialise the SBOM: "
                         f"{type(exc).__name__}: {exc}") from exc
-    doc = _in_series_order(json.loads(raw), ws)
+    doc = _in_series_order(json.loads(raw), split.own, split.arrived)
+    _restore_property_order(doc, given)
     doc = _ordered(doc)
     if f.reproducible:
         digest = hashlib.sha256(_dump(doc).encode()).hexdigest()
@@ -420,11 +533,31 @@ def build_sbom(f: SbomFacts) -> SbomDocument:
                                     .get("commits", [])))
 
 
-def _in_series_order(doc: dict[str, Any], ws: Workspace) -> dict[str, Any]:
-    pedigree = doc.get("metadata", {}).get("component", {}).get("pedigree")
+def _restore_property_order(doc: dict[str, Any],
+                            given: Mapping[str, Sequence[tuple[str, str | None]]]) -> None:
+    comps = [doc.get("metadata", {}).get("component", {}), *doc.get("components", [])]
+    for comp in comps:
+        order = given.get(comp.get("bom-ref", ""))
+        props = comp.get("properties")
+        if not order or not props:
+            continue
+        rank = {pair: i for i, pair in reversed(list(enumerate(order)))}
+        props.sort(key=lambda p: rank.get((p.get("name"), p.get("value")), len(rank)))
+
+
+def _in_series_order(doc: dict[str, Any], own: Sequence[SeriesCommit],
+                     arrived: Sequence[ArrivedCommit] = ()) -> dict[str, Any]:
+    component = doc.get("metadata", {}).get("component", {})
+    if arrived:
+        up_rank = {a.commit.sha: i for i, a in enumerate(arrived)}
+        for anc in component.get("pedigree", {}).get("ancestors", []):
+            commits = anc.get("pedigree", {}).get("commits")
+            if anc.get("bom-ref") == "auditor:upstream" and commits:
+                commits.sort(key=lambda c: up_rank.get(c.get("uid", ""), len(up_rank)))
+    pedigree = component.get("pedigree")
     if not pedigree:
         return doc
-    rank = {c.sha: i for i, c in enumerate(ws.commits)}
+    rank = {c.sha: i for i, c in enumerate(own)}
     if "commits" in pedigree:
         pedigree["commits"].sort(key=lambda c: rank.get(c.get("uid", ""), len(rank)))
 
@@ -434,7 +567,7 @@ def _in_series_order(doc: dict[str, Any], ws: Workspace) -> dict[str, Any]:
 
     if "patches" in pedigree:
         pedigree["patches"].sort(key=lambda p: rank.get(patch_sha(p), len(rank)))
-    expected = [c.sha for c in ws.commits]
+    expected = [c.sha for c in own]
     if ([c.get("uid") for c in pedigree.get("commits", [])] != expected
             or [patch_sha(p) for p in pedigree.get("patches", [])] != expected):
         raise ToolError("the SBOM pedigree does not list the series commits and their patches "

@@ -123,6 +123,7 @@ class DepsInfo:
     vulnerabilities: tuple[Vulnerability, ...] = ()
     vuln_source: Mapping[str, str] = field(default_factory=dict)  # kind, digest, date, location
     problems: tuple[str, ...] = ()
+    looked_up: bool = False  # the stage gave its result (its vulnerabilities can be judged)
 
 
 def read_build(result: StageResult | None) -> BuildInfo:
@@ -193,7 +194,7 @@ def read_deps(result: StageResult | None) -> DepsInfo:
     source = {k: str(val) for k, val in data.source.to_json().items() if val is not None}
     return DepsInfo(status=result.status, dependencies=deps, indexes=tuple(indexes),
                     cmake_fetches=fetches, vulnerabilities=vulns, vuln_source=source,
-                    problems=tuple(problems))
+                    problems=tuple(problems), looked_up=True)
 
 
 _Key = tuple[str, str | None, str | None, str, str | None]

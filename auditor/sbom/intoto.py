@@ -24,9 +24,11 @@ from typing import Any
 from packaging.utils import canonicalize_name
 
 from auditor import jsonschemas
+from auditor.bundledigest import BundleDigest
 from auditor.errors import InputError, ToolError
 from auditor.model import Workspace
 from auditor.sbom.inputs import BuildInfo, sha256_or_none
+from auditor.sbom.locator import Locator
 from auditor.textsafe import dump_json, redact
 
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
@@ -115,12 +117,13 @@ class ProvenanceFacts:
     spec_root: Path
     recipe_file: Path | None
     upstream_ref: str
-    upstream_locator: str
-    patches_locator: str
+    upstream_locator: Locator
+    patches_locator: Locator
     manifest_sha256: str
     reproducible: bool
     tool_version: str
     builder_id: str = BUILDER_ID
+    bundle: BundleDigest | None = None  # the bundle file: a resolved dependency by sha256
 
 
 def configured_builder_id(environ: Mapping[str, str] | None = None) -> str:
@@ -144,10 +147,8 @@ class ProvenanceDocument:
 
 
 def _file_param(path: Path, root: Path) -> dict[str, Any]:
-    try:
-        shown = path.resolve().relative_to(root.resolve()).as_posix()
-    except ValueError:
-        shown = path.resolve().as_posix()
+    # relative to the spec's folder even when outside it: no absolute path of this machine
+    shown = Path(os.path.relpath(path.resolve(), root.resolve())).as_posix()
     try:
         digest = hashlib.sha256(path.read_bytes()).hexdigest()
     except OSError as exc:
@@ -258,17 +259,24 @@ def _resolved(f: ProvenanceFacts) -> list[dict[str, Any]]:
     """The sources the build resolved: upstream, each series commit, the bundle, the official
     wheel (the toolchain's tools are added by the caller)."""
     ws = f.workspace
-    resolved: list[dict[str, Any]] = [{
-        "name": "upstream", "uri": f"git+{f.upstream_locator}@{ws.upstream_commit}",
-        "digest": {"gitCommit": ws.upstream_commit},
-        "annotations": {"ref": f.upstream_ref},
-    }]
+    resolved: list[dict[str, Any]] = [_git_dependency(
+        "upstream", f.upstream_locator, ws.upstream_commit, {"ref": f.upstream_ref})]
     for i, c in enumerate(ws.commits, 1):
         annotations: dict[str, Any] = {"position": i, "subject": redact(c.subject)}
         if c.patch_id:
             annotations["patchId"] = c.patch_id
-        resolved.append({"name": f"series:{i:04d}", "uri": f"git+{f.patches_locator}@{c.sha}",
-                         "digest": {"gitCommit": c.sha}, "annotations": annotations})
+        if c.sha in ws.upstream_picks:
+            annotations["upstreamPick"] = ws.upstream_picks[c.sha]
+        resolved.append(_git_dependency(f"series:{i:04d}", f.patches_locator, c.sha,
+                                        annotations))
+    if f.bundle is not None and f.bundle.sha256:
+        # the bundle file as it was handed over: what a deployer checks before installing
+        b = f.bundle
+        item: dict[str, Any] = {"name": b.name, "digest": {"sha256": b.sha256},
+                                "annotations": {"path": b.path, "size": b.size}}
+        if f.patches_locator.url:
+            item["downloadLocation"] = f.patches_locator.url
+        resolved.append(item)
     bundle_digest: dict[str, str] = {"sha256": f.manifest_sha256}
     if ws.bundle_tree:
         bundle_digest["gitTree"] = ws.bundle_tree
@@ -281,6 +289,18 @@ def _resolved(f: ProvenanceFacts) -> list[dict[str, Any]]:
                          "uri": f"pkg:pypi/{canonicalize_name(o.name)}@{o.version}",
                          "digest": {"sha256": o.sha256}})
     return resolved
+
+
+def _git_dependency(name: str, loc: Locator, commit: str, annotations: Mapping[str, Any]
+                    ) -> dict[str, Any]:
+    """A commit of a repository: ``git+<url>@<commit>`` when the spec gives the URL, else only
+    the digest with the spec-relative path of the local mirror."""
+    item: dict[str, Any] = {"name": name, "digest": {"gitCommit": commit}}
+    uri = loc.vcs_url(commit)
+    if uri:
+        item["uri"] = uri
+    item["annotations"] = {**annotations, **({} if uri else {"repository": loc.path})}
+    return item
 
 
 def _dump(doc: Mapping[str, Any]) -> str:

@@ -12,23 +12,30 @@ import os
 import re
 import sys
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
 from auditor import __version__
 from auditor.background import Work, when_waiting
+from auditor.bundledigest import bundle_digest, spec_relative
 from auditor.errors import InputError, ToolError
 from auditor.fsutil import atomic_write_text, sha256_file
 from auditor.gitio import Git
 from auditor.model import STAGES, StageResult, StageStatus, Workspace, compute_verdict, status_for
 from auditor.outputs import check_output_file, write_output_file
+from auditor.policy import waivers_of
 from auditor.provenance.gitstate import git_settings
 from auditor.provenance.treehash import manifest_digest
 from auditor.results.audit_file import warm_jsonschema
-from auditor.results.sbom import ProvenanceDocument, SbomData, SbomDocument
+from auditor.results.sbom import ProvenanceDocument, SbomData, SbomDocument, VexRecord
 from auditor.sbom.diffs import CommitDiff, DiffCache, commit_diff
+from auditor.sbom.engine import EngineIdentity, engine_identity
 from auditor.sbom.formats import memo_file, remembered
 from auditor.sbom.inputs import BuildInfo, DepsInfo, read_build, read_deps
+from auditor.sbom.locator import locator
+from auditor.sbom.openvex import VEX_FILE, vex_product
+from auditor.sbom.vex import judge, waivers_by_label
 from auditor.spec import Spec
 from auditor.stage import Context, Stage, cache_root
 from auditor.textsafe import redact
@@ -75,6 +82,7 @@ class SbomStage(Stage):
             warm_jsonschema()
         from auditor.sbom.cyclonedx_doc import SbomFacts, build_sbom
         from auditor.sbom.intoto import ProvenanceFacts, build_provenance, configured_builder_id
+        from auditor.sbom.openvex import build_openvex
 
         ws = ctx.workspace
         if ws is None:
@@ -106,32 +114,38 @@ class SbomStage(Stage):
                 diffs = _read_diffs(ctx, ws)
         manifest = manifest_digest(ws.manifest)  # the same digest verify reports
         reproducible = ctx.options.reproducible
-        upstream_loc = _locator(spec, "upstream", spec.upstream.repo)
-        statuses = {name: ctx.results[name].status.value for name in STAGES
-                    if name in ctx.results and name != self.name}
+        upstream_loc = locator(spec, "upstream")
+        patches_loc = locator(spec, "patches")
+        bundle = bundle_digest(spec, ws.bundle_tree)
+        deps = _relative_source(deps, spec)
+        judgements = judge(deps, waivers_by_label(waivers_of(spec)))
+        timestamp = (document_time(ws, build) if reproducible or _env_epoch() is not None
+                     else datetime.now(UTC).replace(microsecond=0))
         facts = SbomFacts(
-            package=spec.profile.package, engine_version=spec.engine.version,
-            upstream_ref=spec.upstream.ref, upstream_locator=upstream_loc, workspace=ws,
-            manifest_sha256=manifest, diffs=diffs, build=build, deps=deps,
-            stage_statuses=statuses, notes=verdict_notes(ctx, ws),
-            timestamp=(document_time(ws, build) if reproducible or _env_epoch() is not None
-                       else datetime.now(UTC).replace(microsecond=0)),
-            reproducible=reproducible, tool_version=__version__,
-            vuln_source=_vuln_source(spec))
+            engine=_engine(ws, spec, build), upstream_ref=spec.upstream.ref,
+            upstream_locator=upstream_loc, workspace=ws, manifest_sha256=manifest, diffs=diffs,
+            build=build, deps=deps, stage_statuses=_statuses(ctx, self.name),
+            notes=verdict_notes(ctx, ws), timestamp=timestamp, reproducible=reproducible,
+            tool_version=__version__, vuln_source=_vuln_source(spec), bundle=bundle,
+            patches_locator=patches_loc, patches_ref=spec.patches.ref, judgements=judgements)
         with remembered(ctx.cache_dir):
             sbom = build_sbom(facts)
+        vex = None
+        if deps.looked_up:  # a deps stage that gave no result has nothing to judge
+            vex = build_openvex(judgements, vex_product(sbom.text, bundle), timestamp=timestamp,
+                                tool_version=__version__)
         provenance = None
         if build.wheel is not None:
             provenance = build_provenance(ProvenanceFacts(
                 workspace=ws, build=build, spec_file=spec.path, spec_root=spec.root,
                 recipe_file=spec.build.recipe if spec.build else None,
                 upstream_ref=spec.upstream.ref, upstream_locator=upstream_loc,
-                patches_locator=_locator(spec, "patches", spec.patches.repo),
+                patches_locator=patches_loc, bundle=bundle,
                 manifest_sha256=manifest, reproducible=reproducible, tool_version=__version__,
                 builder_id=configured_builder_id()))
-        atomic_write_text(ctx.out_dir / SBOM_FILE, sbom.text)
-        if provenance is not None:
-            atomic_write_text(ctx.out_dir / PROVENANCE_FILE, provenance.text)
+        for name, doc in ((SBOM_FILE, sbom), (PROVENANCE_FILE, provenance), (VEX_FILE, vex)):
+            if doc is not None:
+                atomic_write_text(ctx.out_dir / name, doc.text)
         ctx.progress(f"sbom: {sbom.commits} commits, {sbom.components} components"
                      + (", provenance for the built wheel" if provenance else ", no build"))
         data = SbomData(
@@ -139,7 +153,9 @@ class SbomStage(Stage):
                               commits=sbom.commits, valid=True),
             provenance=(ProvenanceDocument(file=PROVENANCE_FILE, subject=provenance.subject,
                                            digest=provenance.digest) if provenance else None),
-            built=build.built)
+            built=build.built,
+            vex=(VexRecord(file=VEX_FILE, id=vex.id, statements=vex.statements,
+                           counts=vex.counts) if vex is not None else None))
         return StageResult(self.name, status_for((), not_checked, ()), data,
                            not_checked=tuple(not_checked))
 
@@ -220,17 +236,27 @@ def _env_epoch() -> int | None:
     return int(raw)
 
 
-_URL_RE = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://|^[\w.-]+@[\w.-]+:")
+def _statuses(ctx: Context, own: str) -> dict[str, str]:
+    return {name: ctx.results[name].status.value for name in STAGES
+            if name in ctx.results and name != own}
 
 
-def _locator(spec: Spec, section: str, resolved: Path) -> str:
-    """A repository as a URL: the spec's own URL, or a file:// URL of the local path."""
-    raw = spec.raw.get(section, {}).get("repo") if isinstance(spec.raw, dict) else None
-    if section == "patches" and raw is None:
-        raw = spec.raw.get("upstream", {}).get("repo")
-    if isinstance(raw, str) and _URL_RE.match(raw):
-        return raw
-    return resolved.resolve().as_uri()
+def _engine(ws: Workspace, spec: Spec, build: BuildInfo) -> EngineIdentity:
+    """The engine audited, from upstream's own metadata (not the profile's defaults)."""
+    return engine_identity(
+        Git(ws.upstream_repo), ws.upstream_commit, profile_package=spec.profile.package,
+        spec_version=spec.engine.version,
+        wheel_name=build.official_wheel.name if build.official_wheel else None)
+
+
+def _relative_source(deps: DepsInfo, spec: Spec) -> DepsInfo:
+    """``deps`` with an advisory snapshot's local location spec-relative (no absolute path of
+    the review machine in the SBOM)."""
+    where = deps.vuln_source.get("location")
+    if not where or not Path(where).is_absolute():
+        return deps
+    return replace(deps, vuln_source={**deps.vuln_source,
+                                      "location": spec_relative(Path(where), spec)})
 
 
 def _vuln_source(spec: Spec) -> str | None:
@@ -276,11 +302,18 @@ def provenance_path(target: Path) -> Path:
     return target.with_name(f"{stem}.intoto.json")
 
 
+def vex_path(target: Path) -> Path:
+    """The OpenVEX document written beside an SBOM file: ``<name>.openvex.json``."""
+    stem = target.name.removesuffix(".json").removesuffix(".cdx")
+    return target.with_name(f"{stem}.openvex.json")
+
+
 def export_sbom(result: StageResult, ctx: Context, output: Path | None) -> Path | None:
     """Copy the stage's SBOM to ``output`` (``-`` for stdout; default under ``sboms/``).
 
     Writes nothing when the stage wrote no SBOM (its result says why). Next to a file output, the
-    provenance statement (when there is one) is written as ``<name>.intoto.json``.
+    provenance statement (when there is one) is written as ``<name>.intoto.json`` and the OpenVEX
+    document (when the deps stage ran) as ``<name>.openvex.json``.
     """
     src = ctx.out_dir / SBOM_FILE
     data = result.data_as(SbomData)
@@ -296,15 +329,18 @@ def export_sbom(result: StageResult, ctx: Context, output: Path | None) -> Path 
         target.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise InputError(f"cannot write the SBOM to {target}: {exc.strerror or exc}") from None
-    prov = ctx.out_dir / PROVENANCE_FILE
-    prov_target = provenance_path(target)
-    check_output_file(target, "--output", sidecars=[prov_target] if prov.is_file() else [])
+    sidecars = [(src, dst) for src, dst in ((ctx.out_dir / PROVENANCE_FILE,
+                                             provenance_path(target)),
+                                            (ctx.out_dir / VEX_FILE, vex_path(target)))
+                if src.is_file()]
+    check_output_file(target, "--output", sidecars=[dst for _, dst in sidecars])
     write_output_file(target, text, "--output")
-    if prov.is_file():
-        write_output_file(prov_target, prov.read_text(encoding="utf-8"), "--output")
+    for src, dst in sidecars:
+        write_output_file(dst, src.read_text(encoding="utf-8"), "--output")
     ctx.progress(f"SBOM written to {target}")
-    if prov.is_file():
-        ctx.progress(f"provenance statement written to {prov_target}")
+    for src, dst in sidecars:
+        what = "provenance statement" if src.name == PROVENANCE_FILE else "OpenVEX document"
+        ctx.progress(f"{what} written to {dst}")
     return target
 
 

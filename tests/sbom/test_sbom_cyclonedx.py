@@ -144,14 +144,19 @@ def test_components_modules_dependencies_cmake_and_vulnerabilities(full):
             "value": "f9ece1b42c32ef5ffd1b7f39b62a2a4b3c8d1e2f"} in cutlass["properties"]
     assert by_name["vllm-flash-attn"]["hashes"] == [{"alg": "SHA-256", "content": "ab" * 32}]
     vulns = {v["id"]: v for v in full["doc"]["vulnerabilities"]}
-    assert "analysis" not in vulns["GHSA-aaaa-bbbb-cccc"]
+    # VEX: a deployed, affected version; fixed versions known: update
+    assert vulns["GHSA-aaaa-bbbb-cccc"]["analysis"] == {
+        "state": "exploitable", "response": ["update"],
+        "detail": "fastapi 0.110.0 is deployed and affected; upgrade fastapi to 0.115.0 or later"}
     assert vulns["GHSA-aaaa-bbbb-cccc"]["affects"][0]["ref"] == fastapi["bom-ref"]
     assert vulns["GHSA-aaaa-bbbb-cccc"]["references"][0]["id"] == "CVE-2024-0001"
+    # a waiver that states no VEX state accepts the risk: still affected, the waiver carried
     waived = vulns["PYSEC-2024-7"]["analysis"]
-    assert waived["state"] == "not_affected" and "reloader" in waived["detail"]
+    assert waived["state"] == "exploitable" and "reloader" in waived["detail"]
+    assert "waived" in waived["detail"] and "justification" not in waived
     assert vulns["PYSEC-2024-7"]["description"] == "reloader path traversal"
     assert vulns["PYSEC-2024-7"]["source"] == {"name": "OSV (offline snapshot)"}
-    assert vulns["OSV-2024-99"]["analysis"]["detail"].startswith("waived in this audit: not shipped")
+    assert vulns["OSV-2024-99"]["analysis"]["detail"].endswith("waived: not shipped")
     props = full["doc"]["metadata"]["component"]["properties"]
     index = sorted(p["value"] for p in props if p["name"] == "auditor:deps:package-index")
     assert index == ["extra-index-url https://mirror.example.invalid/simple",
@@ -232,7 +237,8 @@ def test_sbom_of_a_bundle_with_no_build(case, monkeypatch):
     assert props["auditor:built"] == "false" and "no artifact was built" in props["auditor:note"]
     assert props["auditor:build:status"] == "not-requested"
     assert [c["uid"] for c in comp["pedigree"]["commits"]] == case["commits"]
-    assert [a["bom-ref"] for a in comp["pedigree"]["ancestors"]] == ["auditor:upstream"]
+    assert sorted(a["bom-ref"] for a in comp["pedigree"]["ancestors"]) == [
+        "auditor:fork-source", "auditor:upstream"]
     assert "build not-requested" in comp["pedigree"]["notes"]
     # dependencies still described; the time is the last series commit's
     assert any(c["name"] == "fastapi" for c in doc["components"])
@@ -254,6 +260,9 @@ def test_incomplete_inputs_are_said_in_not_checked(case):
     props = {p["name"]: p["value"] for p in doc["metadata"]["component"]["properties"]}
     assert props["auditor:built"] == "false" and props["auditor:build:status"] == "incomplete"
     assert props["auditor:deps:status"] == "incomplete"
+    # a deps stage that gave no result judged nothing: no VEX document that reads as "none found"
+    assert not (ctx.out_dir / "vex.openvex.json").exists()
+    assert result.data_as(SbomData).vex is None
 
 
 def test_a_wheel_that_is_not_what_the_build_reported_fails_and_writes_nothing(case):
@@ -269,8 +278,8 @@ def test_a_wheel_that_is_not_what_the_build_reported_fails_and_writes_nothing(ca
 def test_an_invalid_document_is_an_error_and_never_a_file(case, monkeypatch):
     original = cyclonedx_doc._in_series_order
 
-    def corrupt(doc, ws):  # a fault injected after the library, before validation
-        doc = original(doc, ws)
+    def corrupt(doc, own, arrived=()):  # a fault injected after the library, before validation
+        doc = original(doc, own, arrived)
         doc["metadata"]["component"]["type"] = "not-a-component-type"
         return doc
 
@@ -405,6 +414,9 @@ def test_export_writes_the_default_path_a_given_file_and_stdout(full, tmp_path, 
     target = tmp_path / "out" / "x.cdx.json"
     assert export_sbom(result, ctx, target) == target
     assert_valid(target.read_text())
+    # the OpenVEX document travels beside it, as the audit directory holds it
+    assert (tmp_path / "out" / "x.openvex.json").read_text() == \
+        (ctx.out_dir / "vex.openvex.json").read_text()
     into_dir = tmp_path / "dir"
     into_dir.mkdir()
     with pytest.raises(InputError, match="is a directory"):  # only regular files (issue 30, 14)
