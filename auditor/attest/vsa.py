@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from auditor import __version__
+from auditor.bundledigest import bundle_digest
 from auditor.errors import InputError
 from auditor.fsutil import sha256_file
 from auditor.model import Verdict
@@ -127,14 +128,13 @@ class Subject:
 
 
 def bundle_subject(spec: Spec, bundle_tree: str | None) -> Subject:
-    """The proven bundle: a file by its sha256, a folder by its git tree hash."""
-    path = spec.bundle.path
-    if path.is_dir():
-        return Subject(path.name, {"gitTree": bundle_tree or folder_tree(path)})
-    try:
-        return Subject(path.name, {"sha256": sha256_file(path)})
-    except OSError as exc:
-        raise InputError(f"[bundle] path {path}: cannot be read: {exc.strerror or exc}") from None
+    """The proven bundle: a file by its sha256 (:func:`auditor.bundledigest.bundle_digest`, the
+    digest audit.json, the SBOM and the provenance carry), a folder by its git tree hash."""
+    d = bundle_digest(spec, bundle_tree)
+    if d.kind == "directory":
+        return Subject(d.name, {"gitTree": d.tree or folder_tree(spec.bundle.path)})
+    assert d.sha256 is not None
+    return Subject(d.name, {"sha256": d.sha256})
 
 
 def folder_tree(path: Path) -> str:
