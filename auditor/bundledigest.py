@@ -10,12 +10,12 @@ absolute paths, so the same audit run from another folder or machine gives the s
 from __future__ import annotations
 
 import hashlib
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from auditor.errors import InputError
+from auditor.fsutil import relative_path
 from auditor.spec import Spec
 
 _CHUNK = 1 << 20
@@ -53,8 +53,7 @@ class BundleDigest:
 def spec_relative(path: Path, spec: Spec) -> str:
     """``path`` relative to the spec's folder ("../x" when outside it), "/"-separated: never an
     absolute path of the review machine."""
-    rel = os.path.relpath(Path(path).resolve(), spec.root.resolve())
-    return Path(rel).as_posix()
+    return relative_path(path, spec.root)
 
 
 def file_sha256(path: Path) -> tuple[str, int]:

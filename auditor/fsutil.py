@@ -81,3 +81,9 @@ class JsonStore:
         except OSError:
             return False
         return True
+
+
+def relative_path(path: str | os.PathLike[str], root: str | os.PathLike[str]) -> str:
+    """``path`` relative to ``root`` (the spec's folder; "../x" when outside it), "/"-separated:
+    how outputs name a local file, never by an absolute path of the review machine."""
+    return Path(os.path.relpath(Path(path).resolve(), Path(root).resolve())).as_posix()

@@ -52,6 +52,7 @@ from auditor.deps.vulns.interface import (
 )
 from auditor.deps.vulns.osv import OsvSnapshotSource
 from auditor.deps.vulns.pipaudit import PipAuditSource
+from auditor.fsutil import relative_path
 from auditor.gitio import Git
 from auditor.model import (
     Category,
@@ -90,11 +91,14 @@ def source_kind(vulns: str) -> SourceKind:
 
 
 def make_source(deps: DepsSpec, workdir: Path, *, online: bool,
-                lock: Lock | None = None) -> VulnerabilitySource:
+                lock: Lock | None = None, root: Path | None = None) -> VulnerabilitySource:
+    """The vulnerability source the spec names (``root``: the spec's folder, which outputs name
+    a snapshot relative to)."""
     kind = source_kind(deps.vulns)
     if kind is SourceKind.OSV:
         assert deps.osv_path is not None
-        return OsvSnapshotSource(deps.osv_path)
+        return OsvSnapshotSource(deps.osv_path,
+                                 shown=relative_path(deps.osv_path, root) if root else None)
     if kind is SourceKind.PIP_AUDIT:
         hashed = lock is not None and lock.format == "requirements" and all(
             p.hashes for p in lock.packages) and len({p.name for p in lock.packages}) == len(
@@ -400,7 +404,8 @@ class DepsStage(Stage):
                   popular=popular_packages())
         deployed, _ = split(b.declarations, surface)
         todo = _lookups(lock, deployed)
-        source = make_source(deps, ctx.workdir, online=ctx.options.online, lock=lock)
+        source = make_source(deps, ctx.workdir, online=ctx.options.online, lock=lock,
+                             root=ctx.spec.root)
         with ctx.status(f"vulnerabilities of {len(todo.pinned)} pinned packages: {deps.vulns}"):
             report = source.check(todo.pinned)
         issues, of_vuln = _issues(dd, report, deployed, lock, lock_label)

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from auditor.errors import InputError
+from auditor.fsutil import relative_path
 from auditor.gitio import TreeEntry
 from auditor.model import (
     Action,
@@ -394,7 +395,7 @@ def cached_workspace(ctx: Context, hit: CachedProof, upstream_git: ProofGit,
 
 
 def _bundle_json(spec: Spec, u: Unpacked | BundleScan) -> dict[str, Any]:
-    return {"path": str(spec.bundle.path), "kind": u.kind.value, "compression": u.compression,
+    return {"path": relative_path(spec.bundle.path, spec.root), "kind": u.kind.value, "compression": u.compression,
             "strip_components": spec.bundle.strip_components, "bytes": u.bytes,
             "archive_commit": u.archive_commit,
             "git_dirs": [display(p) for p in u.git_entries]}

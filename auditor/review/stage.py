@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from auditor.errors import InputError
+from auditor.fsutil import relative_path
 from auditor.model import (
     Action,
     Category,
@@ -59,7 +60,8 @@ class ReviewStage(Stage):
         ctx.progress("review: reading the series' hunks")
         series = series_of_workspace(ws, spec.profile.review_areas)
         cov = compute(refs_of(series), series.areas, signoffs)
-        return review_result(cov, required=spec.review.required, file=str(spec.review.file))
+        return review_result(cov, required=spec.review.required,
+                             file=relative_path(spec.review.file, spec.root))
 
 
 def review_result(cov: Coverage, *, required: bool, file: str) -> StageResult:

@@ -34,6 +34,7 @@ from auditor.deps.vulns.interface import (
     VulnReport,
 )
 from auditor.deps.vulns.severity import record_severity
+from auditor.fsutil import sha256_file
 from auditor.inputs import open_input
 
 MAX_RECORD_BYTES = 16 * 1024 * 1024
@@ -162,22 +163,45 @@ def in_range(version: Version, events: Sequence[Mapping[str, Any]]) -> bool:
     return affected
 
 
+#: the file ``auditor osv fetch`` writes beside a snapshot: what was fetched (its sha256)
+SIDECAR_SUFFIX = ".meta.json"
+
+
+def sidecar_path(out: Path) -> Path:
+    return out.with_name(out.name + SIDECAR_SUFFIX)
+
+
+def sidecar_problem(path: Path) -> str | None:
+    """For ``osv:<zip>`` with a sidecar: a line when the zip is not the file that was fetched."""
+    side = sidecar_path(path)
+    if not path.is_file() or not side.is_file():
+        return None
+    try:
+        meta = json.loads(side.read_text(encoding="utf-8"))
+        want = str(meta["sha256"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return f"OSV snapshot {path}: its sidecar {side.name} cannot be read: not checked"
+    if sha256_file(path) != want:
+        return (f"OSV snapshot {path}: sha256 differs from the one recorded when it was fetched "
+                f"({side.name}): altered or replaced, not used")
+    return None
+
+
 class OsvSnapshotSource(VulnerabilitySource):
     kind = SourceKind.OSV
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, shown: str | None = None) -> None:
         self.path = path
+        self.shown = shown or str(path)  # how outputs name it (relative to the spec's folder)
 
     def check(self, packages: Sequence[Package]) -> VulnReport:
-        from auditor.deps.vulns.fetch import sidecar_problem
-
         altered = sidecar_problem(self.path)
         if altered:
-            return VulnReport(SourceInfo(SourceKind.OSV, location=str(self.path)),
+            return VulnReport(SourceInfo(SourceKind.OSV, location=self.shown),
                               not_checked=(altered,))
         snap = load_snapshot(self.path)
         info = SourceInfo(SourceKind.OSV, digest=snap.digest or None, date=snap.date,
-                          records=len(snap.records), location=str(self.path))
+                          records=len(snap.records), location=self.shown)
         by_name: dict[str, list[tuple[str, Mapping[str, Any], Mapping[str, Any]]]] = \
             defaultdict(list)
         for file, record in snap.records:
