@@ -81,12 +81,29 @@ def load_saved(path: Path) -> Recomputed:
     return Recomputed(redacted(checked.audit), checked.stored)
 
 
+def check_signed(path: Path, key: Path | None = None) -> str | None:
+    """A saved audit.json against its signed companion (``vsa.intoto.jsonl`` beside it), before
+    it is rendered: a companion that no longer matches is a failed verification (exit 1); the
+    line returned says what was checked; None when nothing beside it was signed."""
+    from auditor.attest.companion import Companion, check_companion
+    from auditor.attest.keys import load_verifying_key
+    from auditor.attest.verify import VerificationError
+
+    public = load_verifying_key(key) if key is not None else None
+    signed = check_companion(path, public)
+    if signed.state is Companion.BROKEN:
+        raise VerificationError(signed.message, hint="render the audit.json that was signed, "
+                                "or audit again")
+    return None if signed.state is Companion.ABSENT else signed.message
+
+
 def render_saved(path: Path, fmt: ReportFormat) -> str:
     """One format of a saved audit (``auditor report``): made from audit.json, nothing re-run,
     the verdict recomputed (see :func:`recompute_verdict`)."""
     return formatter_for(fmt).render(load_saved(path).audit)
 
 
-__all__ = ["AUDIT_FORMATS", "Formatter", "Recomputed", "ReportFormat", "formatter_for",
+__all__ = ["AUDIT_FORMATS", "Formatter", "Recomputed", "ReportFormat", "check_signed",
+           "formatter_for",
            "formatters", "load_audit", "load_saved", "recompute_verdict", "redacted",
            "render_saved", "write_reports"]

@@ -20,7 +20,26 @@ code, pre, .mono { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, m
 table { border-collapse: collapse; width: 100%; margin: .4rem 0; }
 th, td { border: 1px solid var(--line); padding: .25rem .45rem; text-align: left;
   vertical-align: top; overflow-wrap: anywhere; }
-th { background: var(--soft); }
+/* a header breaks between words only (its column grows to the longest word instead) */
+th { background: var(--soft); overflow-wrap: normal; word-break: normal; hyphens: none; }
+.scroll { overflow-x: auto; }
+/* ids and versions break at hyphens and dots only; a wide table scrolls instead */
+table.vulns td { overflow-wrap: break-word; }
+.tiles { display: flex; flex-wrap: wrap; gap: .6rem; margin: .8rem 0 1rem; }
+.tile { flex: 1 1 9rem; border: 1px solid var(--line); border-top-width: 4px; border-radius: 6px;
+  padding: .45rem .7rem; color: inherit; text-decoration: none; background: var(--bg); }
+.tile .n { display: block; font-size: 1.5rem; font-weight: 700; line-height: 1.2; }
+.tile .l { color: var(--muted); }
+.tile.t-block { border-top-color: var(--block); } .tile.t-block .n { color: var(--block); }
+.tile.t-review { border-top-color: var(--review); } .tile.t-review .n { color: var(--review); }
+.tile.t-notchecked { border-top-color: #6f42c1; } .tile.t-notchecked .n { color: #6f42c1; }
+.tile.t-commits { border-top-color: var(--info); }
+.tile.zero .n { color: var(--muted); }
+.sev { display: inline-block; padding: 0 .4rem; border-radius: 3px; font-size: .8rem;
+  font-weight: 600; border: 1px solid currentColor; }
+.sev-critical { color: #fff; background: #7a1010; border-color: #7a1010; }
+.sev-high { color: var(--block); } .sev-medium { color: var(--review); }
+.sev-low { color: var(--info); } .sev-info { color: var(--muted); }
 td.word, th.word { white-space: nowrap; overflow-wrap: normal; }
 .muted { color: var(--muted); }
 .verdict { display: inline-block; padding: .15rem .6rem; border-radius: 4px; color: #fff;
@@ -44,12 +63,28 @@ pre.msg { white-space: pre-wrap; color: var(--muted); margin: .2rem 0 .4rem; }
   margin: .5rem 0; break-inside: avoid; }
 .finding h3 { margin: 0 0 .3rem; font-size: .95rem; }
 .finding.waived { opacity: .8; }
+.finding p, .commit li { overflow-wrap: anywhere; }
 pre.snippet { background: var(--soft); border: 1px solid var(--line); padding: .3rem 0;
   overflow-x: auto; margin: .4rem 0 0; white-space: pre; }
 pre.snippet span { display: block; padding: 0 .6rem; }
 pre.snippet span.hl { background: #fff1c2; }
 pre.snippet .ln { display: inline; padding: 0 .8rem 0 0; color: var(--muted);
   user-select: none; }
+pre.snippet.diff > code { display: inline-block; min-width: 100%; }
+pre.snippet.diff span.row { padding: 0 .6rem 0 0; border-left: 3px solid transparent; }
+pre.snippet.diff span.add { background: #e6ffec; }
+pre.snippet.diff span.hl { background: #fff1c2; border-left-color: var(--review); }
+pre.snippet.diff .ln { display: inline-block; min-width: 3.2em; text-align: right;
+  padding: 0 .5rem 0 0; }
+pre.snippet.diff .mk { display: inline; padding: 0 .5rem 0 0; color: var(--ok);
+  font-weight: 700; user-select: none; }
+.diffnote { margin: .4rem 0 0; font-size: .85rem; }
+.files a { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; }
+@media (max-width: 600px) {
+  body { padding: .75rem; }
+  h1 { font-size: 1.35rem; }
+  th, td { padding: .2rem .3rem; }
+}
 .filters { background: var(--soft); border: 1px solid var(--line); padding: .4rem .8rem;
   border-radius: 6px; margin: .5rem 0; }
 .filters label { margin-right: 1rem; }
@@ -106,6 +141,11 @@ TEMPLATE = """<!DOCTYPE html>
 <h1>{{ page_title }}: <span class="verdict v-{{ v.verdict.value }}">{{ v.verdict.value }}</span></h1>
 {% if v.title %}<p class="muted">{{ v.title|t }}{% if v.tool %} · {{ v.tool|t }}{% endif %}</p>{% endif %}
 {% if v.review %}<p id="review-coverage"><strong>Review coverage:</strong> {{ v.review|t }}</p>{% endif %}
+<nav class="tiles" id="tiles" aria-label="counts">
+{% for x in tiles %}
+<a class="tile t-{{ x.kind }}{{ ' zero' if x.value.startswith('0') else '' }}" href="{{ x.href }}"><span class="n">{{ x.value }}</span><span class="l">{{ x.label }}</span></a>
+{% endfor %}
+</nav>
 <ul>
 {% for r in v.reasons %}
 <li>{{ r|t }}</li>
@@ -134,7 +174,7 @@ TEMPLATE = """<!DOCTYPE html>
 
 <section id="stages">
 <h2>Stages</h2>
-<table>
+<div class="scroll"><table>
 <thead><tr><th class="word">stage</th><th class="word">status</th><th>summary</th></tr></thead>
 <tbody>
 {% for s in v.stages %}
@@ -142,7 +182,7 @@ TEMPLATE = """<!DOCTYPE html>
 <td>{{ s.summary|t }}{% if s.problems %}<ul>{% for p in s.problems %}<li>{{ p|t }}</li>{% endfor %}</ul>{% endif %}</td></tr>
 {% endfor %}
 </tbody>
-</table>
+</table></div>
 </section>
 
 <section id="proof">
@@ -201,7 +241,7 @@ merges: {% for s in p.merges %}<code>{{ s|t|short }}</code> {% else %}none{% end
 <p>{{ c.counts.words() }}{% for cat, cnt in c.by_category %}{% if loop.first %} — {% endif %}{{ cat }}: {{ cnt.total }}{% if not loop.last %}, {% endif %}{% endfor %}</p>
 <ul>
 {% for f in c.findings %}
-<li><a href="#{{ anchor(f) }}"><span class="a-{{ state(f) }}">{{ state(f) }}</span> {{ f.category.value }} {{ f.path|t }}{% if f.line >= 1 %}:{{ f.line }}{% endif %}</a> — {{ f.message|t }}</li>
+<li><span class="a-{{ state(f) }}">{{ state(f) }}</span> <span class="sev sev-{{ f.severity.value }}">{{ f.severity.value }}</span> <a href="#{{ anchor(f) }}">{{ f.category.value }} {{ f.path|t }}{% if f.line >= 1 %}:{{ f.line }}{% endif %}</a> — {{ f.message|t }}</li>
 {% endfor %}
 </ul>
 {% else %}
@@ -239,16 +279,29 @@ merges: {% for s in p.merges %}<code>{{ s|t|short }}</code> {% else %}none{% end
 </form>
 {% for f in findings %}
 <article class="finding {{ 'waived' if f.waived else '' }}" id="{{ anchor(f) }}" data-category="{{ f.category.value }}" data-action="{{ state(f) }}" data-commit="{{ (f.commit|t) if f.commit in commit_index else 'none' }}">
-<h3><span class="a-{{ state(f) }}">{{ state(f) }}</span> · {{ f.severity.value }} · {{ f.category.value }} · <span class="mono">{{ f.path|t or "(no file)" }}{% if f.line >= 1 %}:{{ f.line }}{% endif %}</span></h3>
+<h3><span class="a-{{ state(f) }}">{{ state(f) }}</span> · <span class="sev sev-{{ f.severity.value }}" title="severity">{{ f.severity.value }}</span> · {{ f.category.value }} · <span class="mono">{{ f.path|t or "(no file)" }}{% if f.line >= 1 %}:{{ f.line }}{% endif %}</span></h3>
 <p>{{ f.message|t }}</p>
 <p class="muted">rule <code>{{ f.rule|t }}</code> · {{ f.scanner|t }} ·
 {% if f.commit in commit_index %}commit <a href="#c{{ commit_index[f.commit] }}"><code>{{ f.commit|t|short }}</code></a> (#{{ commit_index[f.commit] }})
 {% elif f.commit %}commit <code>{{ f.commit|t|short }}</code> (not in the listed series)
-{% else %}upstream{% if f.inherited %} (inherited){% endif %}{% endif %}
+{% else %}{{ origin_words(f) }}{% endif %}
  · fingerprint <code>{{ f.fingerprint|t|short(12) }}</code></p>
+{% set ua = v.unsigned_of(f) %}
+{% if ua %}
+<p>{{ ua.words() }} in area <strong>{{ ua.title|t }}</strong> with no sign-off:</p>
+<ul class="hunks">
+{% for h in ua.hunks %}<li><code>{{ h.where|t }}</code> · commit <code>{{ h.commit|t|short }}</code> · hunk <code>{{ h.id|t }}</code></li>
+{% endfor %}
+</ul>
+{% endif %}
 {% if f.waived %}<p class="a-waived">waived: {{ (f.waiver or "no reason given")|t }}</p>{% endif %}
-{% set lines = snippet_lines(f) %}
-{% if lines %}<pre class="snippet">{% for n, text, hl in lines %}<span{% if hl %} class="hl"{% endif %}>{% if n %}<span class="ln">{{ n }}</span>{% endif %}{{ text|t }}</span>{% endfor %}</pre>{% endif %}
+{% set rows = diff_rows(f) %}
+{% if rows and f.context %}
+<p class="muted diffnote">lines {{ rows[0].line }}–{{ rows[-1].line }} · <strong>+</strong> added by the series, unmarked: context it left unchanged · highlighted: flagged</p>
+<pre class="snippet diff"><code>{% for r in rows %}<span class="row{{ ' add' if r.mark == '+' else '' }}{{ ' hl' if r.flagged else '' }}"><span class="ln">{{ r.line }}</span><span class="mk">{{ r.mark }}</span>{{ r.text|t }}</span>{% endfor %}</code></pre>
+{% elif rows %}
+<pre class="snippet">{% for r in rows %}<span{% if r.flagged %} class="hl"{% endif %}>{% if r.line %}<span class="ln">{{ r.line }}</span>{% endif %}{{ r.text|t }}</span>{% endfor %}</pre>
+{% endif %}
 {% if f.help %}<p class="muted">{{ f.help|t }}</p>{% endif %}
 </article>
 {% endfor %}
@@ -271,13 +324,13 @@ merges: {% for s in p.merges %}<code>{{ s|t|short }}</code> {% else %}none{% end
 {% set vulns = vulnerabilities(d) %}
 {% if vulns %}
 <h3>Known vulnerabilities</h3>
-<table>
+<div class="scroll"><table class="vulns">
 <thead><tr><th>id</th><th>aliases</th><th>package</th><th>version</th><th>fixed in</th><th>severity</th></tr></thead>
 <tbody>
 {% for x in vulns %}<tr><td>{{ x.id|t }}</td><td>{{ x.aliases|t }}</td><td>{{ x.package|t }}</td><td>{{ x.version|t }}</td><td>{{ x.fixed|t }}</td><td>{{ x.severity|t }}</td></tr>
 {% endfor %}
 </tbody>
-</table>
+</table></div>
 {% else %}<p>No known vulnerabilities in the data consulted.</p>{% endif %}
 {% endif %}
 </section>
@@ -316,6 +369,14 @@ merges: {% for s in p.merges %}<code>{{ s|t|short }}</code> {% else %}none{% end
 <li>service unit: <span class="mono">{{ ((u.get("file") or u.get("name")) if u is mapping else u)|t or "not written" }}</span>, <strong>{{ exposure_text(v.unit)|t }}</strong></li>
 {% endif %}
 </ul>
+{% if artifacts %}
+<h3>Files of this audit</h3>
+<p class="muted">Beside this page in the audit directory (the links are relative: they open when the directory is kept together).</p>
+<ul class="files">
+{% for a in artifacts %}<li>{{ a.label }}: <a href="{{ a.href }}">{{ a.name|t }}</a></li>
+{% endfor %}
+</ul>
+{% endif %}
 </section>
 
 <footer class="muted"><p>Generated by {{ v.tool|t }} from audit.json. Paths, messages and snippets come from the audited bundle and are shown as text; secrets are redacted.</p></footer>

@@ -18,6 +18,7 @@ from auditor.report.view import (
     CommitView,
     Counts,
     ReportView,
+    UnsignedArea,
     as_list,
     as_map,
     as_text,
@@ -28,6 +29,7 @@ from auditor.report.view import (
     finding_state,
     module_groups,
     origin_counts,
+    origin_words,
     reproducible_word,
     short,
     stats_text,
@@ -79,18 +81,31 @@ def counts_cell(c: Counts) -> str:
     return c.words() if c.total else "clean"
 
 
-def location(f: Finding) -> str:
+def location(f: Finding, unsigned: UnsignedArea | None = None) -> str:
+    if unsigned is not None:  # many hunks, not one file and line
+        return f"{unsigned.words()} (listed under “Unreviewed hunks”)"
     return md(f.path or "(no file)") + (f":{f.line}" if f.line >= 1 else "")
 
 
-def finding_row(f: Finding, *, with_commit: bool = True) -> list[str]:
+def rule_cell(f: Finding, *, with_fingerprint: bool = True) -> str:
+    """The rule and the fingerprint a waiver names; a merged finding names its other rules, which
+    a waiver of this finding covers."""
+    text = f"{md(f.rule)} {code(f.fingerprint)}" if with_fingerprint else md(f.rule)
+    if f.also:
+        text += (f" (also {', '.join(md(r) for r in f.also)}: one line, one concern; a waiver of "
+                 "this fingerprint covers them)")
+    return text
+
+
+def finding_row(f: Finding, *, with_commit: bool = True, with_fingerprint: bool = False,
+                unsigned: UnsignedArea | None = None) -> list[str]:
     state = finding_state(f)
     if f.waived and f.waiver:
         state += f" ({md(f.waiver)})"
-    row = [state, f.severity.value, md(f.category.value), location(f)]
+    row = [state, f.severity.value, md(f.category.value), location(f, unsigned)]
     if with_commit:
-        row.append(code(short(f.commit)) if f.commit else "upstream")
-    row += [md(f.rule), md(f.message)]
+        row.append(code(short(f.commit)) if f.commit else md(origin_words(f)))
+    row += [rule_cell(f, with_fingerprint=with_fingerprint), md(f.message)]
     return row
 
 
@@ -130,6 +145,7 @@ def render_view(v: ReportView, *, heading: str = "#") -> str:
     out += _proof(v, h2)
     out += _by_commit(v, h2)
     out += _by_category(v, h2)
+    out += _unreviewed(v, h2)
     out += _deps(v, h2)
     out += _build(v, h2)
     out += _sbom_unit(v, h2)
@@ -234,9 +250,31 @@ def _by_category(v: ReportView, h2: str) -> list[str]:
         if budget <= 0:
             out += [f"{len(group)} finding(s): listed in report.html and findings.sarif.", ""]
             continue
-        out += table(["action", "severity", "category", "location", "commit", "rule", "message"],
-                     (finding_row(f) for f in group), limit=min(MAX_ROWS, budget))
+        out += table(["action", "severity", "category", "location", "commit",
+                      "rule and fingerprint", "message"],
+                     (finding_row(f, with_fingerprint=True, unsigned=v.unsigned_of(f))
+                      for f in group),
+                     limit=min(MAX_ROWS, budget))
         budget -= min(len(group), MAX_ROWS)
+        out.append("")
+    return out
+
+
+def _unreviewed(v: ReportView, h2: str) -> list[str]:
+    """The review.unsigned findings as the hunks they stand for, area by area."""
+    if not v.unsigned:
+        return []
+    out = [f"{h2} Unreviewed hunks", "",
+           "Changed hunks of the series that no reviewer signed off ([review] required), by "
+           "area; `auditor review plan` makes the packets, `auditor review sign` records a "
+           "sign-off.", ""]
+    for u in v.unsigned:
+        state = "waived" if u.waived else u.action.value
+        out.append(f"{h2}# {md(u.title)} ({md(u.area)}) — {u.words()}, {state}")
+        out.append("")
+        out += table(["hunk", "where", "commit", "lines"],
+                     ([code(h.id), md(h.where), code(short(h.commit)), str(h.lines)]
+                      for h in u.hunks))
         out.append("")
     return out
 
@@ -361,4 +399,21 @@ class MarkdownFormatter(Formatter):
     filename = "report.md"
 
     def render(self, audit: AuditResult) -> str:
-        return render_view(build_view(audit))
+        return render_view(build_view(audit)) + signed_section(audit)
+
+
+def signed_section(audit: AuditResult, h2: str = "##") -> str:
+    """"Signed": which files of the audit directory were signed, with which key id (or why
+    nothing was); empty for an audit.json from before auditor signed anything."""
+    from auditor.attest.sign import signed_lines
+
+    lines = signed_lines(audit.tool)
+    if lines is None:
+        return ""
+    head, *files = lines
+    out = ["", f"{h2} Signed", "", md(head)]
+    if files:
+        out += [""] + [f"- {md(x)}" for x in files]
+        out += ["", "Check each with `auditor attest verify FILE --key audit.pub` (see README, "
+                "\"Signed attestations\")."]
+    return "\n".join(out) + "\n"

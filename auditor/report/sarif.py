@@ -23,7 +23,14 @@ from urllib.parse import quote
 from auditor.model import Action, AuditResult, Category, Finding, Severity, StageResult, StageStatus
 from auditor.outputs import write_output_file
 from auditor.report.interface import Formatter
-from auditor.report.view import clean_finding
+from auditor.report.view import (
+    UnreviewedHunk,
+    UnsignedArea,
+    clean_finding,
+    is_unsigned,
+    unsigned_areas,
+)
+from auditor.rules_doc import HOMEPAGE
 from auditor.textsafe import document_safe, dump_json, redact
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -80,14 +87,26 @@ def artifact_uri(path: str) -> str:
 
 
 def _rule(f: Finding) -> dict[str, Any]:
-    help_text = f.help.strip() or CATEGORY_HELP.get(f.category, "")
-    return {
+    from auditor.rules_doc import help_uri, page_for, render_page
+
+    doc = page_for(f.rule) or page_for(f.category.value)
+    short = doc.title if doc is not None else CATEGORY_HELP.get(f.category, f.rule)
+    full = (doc.what if doc is not None and not doc.family else "") or \
+        CATEGORY_HELP.get(f.category, f.rule)
+    help_text = f.help.strip() or (doc.check if doc is not None else "") or \
+        CATEGORY_HELP.get(f.category, "")
+    rule: dict[str, Any] = {
         "id": f.rule,
         "name": "".join(p.capitalize() for p in f.rule.replace("-", ".").replace("_", ".")
                         .split(".") if p) or f.rule,
-        "shortDescription": {"text": sarif_text(f"{f.category.value}: {f.rule}")},
-        "fullDescription": {"text": sarif_text(CATEGORY_HELP.get(f.category, f.rule))},
+        "shortDescription": {"text": sarif_text(short)},
+        "fullDescription": {"text": sarif_text(full)},
         "help": {"text": sarif_text(help_text or f.rule)},
+    }
+    if doc is not None:  # the rule's page: its text here, its address in the repository
+        rule["helpUri"] = help_uri(doc)
+        rule["help"]["markdown"] = render_page(doc)
+    return rule | {
         "defaultConfiguration": {"level": LEVEL[f.action]},
         "properties": {
             "category": f.category.value,
@@ -95,6 +114,33 @@ def _rule(f: Finding) -> dict[str, Any]:
             "tags": ["security", f.category.value],
         },
     }
+
+
+#: locations of one review.unsigned result (one per unreviewed hunk)
+HUNK_LOCATIONS = 100
+
+
+def _hunk_location(h: UnreviewedHunk) -> dict[str, Any]:
+    physical: dict[str, Any] = {"artifactLocation": {"uri": artifact_uri(h.path)}}
+    if h.start >= 1:
+        physical["region"] = {"startLine": h.start, "endLine": max(h.start, h.end)}
+    return {"physicalLocation": physical,
+            "message": {"text": sarif_text(f"hunk {h.id} of commit {h.commit[:12]}, "
+                                           f"{h.lines} changed line(s), not signed off")}}
+
+
+def _unsigned_result(f: Finding, rule_index: int, u: UnsignedArea) -> dict[str, Any]:
+    """A review.unsigned finding as what it is: one location per unreviewed hunk."""
+    result = _result(f, rule_index)
+    more = len(u.hunks) - HUNK_LOCATIONS
+    result["message"] = {"text": sarif_text(
+        f"{u.words()} of {u.title} are not signed off ([review] required)"
+        + (f"; the first {HUNK_LOCATIONS} are located here, every hunk is in report.md"
+           if more > 0 else ""))}
+    if u.hunks:
+        result["locations"] = [_hunk_location(h) for h in u.hunks[:HUNK_LOCATIONS]]
+    result["properties"]["hunks"] = len(u.hunks)
+    return result
 
 
 def _result(f: Finding, rule_index: int) -> dict[str, Any]:
@@ -123,6 +169,8 @@ def _result(f: Finding, rule_index: int) -> dict[str, Any]:
             "scanner": f.scanner,
         },
     }
+    if f.also:  # rules merged into this finding: a waiver of its fingerprint covers them
+        result["properties"]["also"] = list(f.also)
     if f.waived:
         result["suppressions"] = [{"kind": "external", "status": "accepted",
                                    "justification": sarif_text(f.waiver or "waived")}]
@@ -130,8 +178,11 @@ def _result(f: Finding, rule_index: int) -> dict[str, Any]:
 
 
 def sarif_document(findings: Iterable[Finding], *, tool_version: str = "",
-                   not_checked: Sequence[str] = ()) -> dict[str, Any]:
-    """The SARIF log for these findings; ``not_checked`` lines become notifications."""
+                   not_checked: Sequence[str] = (),
+                   unsigned: Sequence[UnsignedArea] = ()) -> dict[str, Any]:
+    """The SARIF log for these findings; ``not_checked`` lines become notifications;
+    ``unsigned``: the review.unsigned findings' hunks (:func:`~auditor.report.view.unsigned_areas`)."""
+    areas = {u.fingerprint: u for u in unsigned}
     cleaned = [clean_finding(f) for f in findings]
     rules: list[dict[str, Any]] = []
     index: dict[str, int] = {}
@@ -140,8 +191,10 @@ def sarif_document(findings: Iterable[Finding], *, tool_version: str = "",
         if f.rule not in index:
             index[f.rule] = len(rules)
             rules.append(_rule(f))
-        results.append(_result(f, index[f.rule]))
-    driver: dict[str, Any] = {"name": "auditor", "rules": rules}
+        area = areas.get(f.fingerprint) if is_unsigned(f) else None
+        results.append(_result(f, index[f.rule]) if area is None
+                       else _unsigned_result(f, index[f.rule], area))
+    driver: dict[str, Any] = {"name": "auditor", "informationUri": HOMEPAGE, "rules": rules}
     if tool_version:
         driver["version"] = tool_version
     invocation: dict[str, Any] = {"executionSuccessful": not not_checked}
@@ -180,7 +233,8 @@ def _stage_not_checked(stages: Iterable[StageResult]) -> list[str]:
 
 def audit_sarif(audit: AuditResult) -> dict[str, Any]:
     return sarif_document(audit.findings, tool_version=str(audit.tool.get("version", "")),
-                          not_checked=_stage_not_checked(audit.stages.values()))
+                          not_checked=_stage_not_checked(audit.stages.values()),
+                          unsigned=unsigned_areas(audit))
 
 
 def write_stage_sarif(result: StageResult, path: Path) -> None:

@@ -62,6 +62,7 @@ MESSAGE_MAX = 1000
 PATH_MAX = 400
 BODY_MAX = 4000
 SNIPPET_MAX = 4000
+CONTEXT_MAX = 20  # lines of a finding's context (the scan records at most 5 + 2 * 3)
 
 
 def capped(text: str, limit: int) -> str:
@@ -78,12 +79,109 @@ def clean_finding(f: Finding) -> Finding:
                    snippet=capped(redact(f.snippet), SNIPPET_MAX),
                    path=capped(redact(f.path), PATH_MAX), rule=capped(f.rule, SUBJECT_MAX),
                    waiver=capped(redact(f.waiver), MESSAGE_MAX) if f.waiver else f.waiver,
-                   help=capped(redact(f.help), MESSAGE_MAX))
+                   help=capped(redact(f.help), MESSAGE_MAX),
+                   context=tuple(replace(c, text=capped(redact(c.text), SUBJECT_MAX))
+                                 for c in f.context[:CONTEXT_MAX]))
 
 
 def finding_state(f: Finding) -> str:
     """``block``/``review``/``info``, or ``waived`` when a waiver applies."""
     return "waived" if f.waived else f.action.value
+
+
+UNSIGNED_PREFIX = "review.unsigned."
+
+
+def is_unsigned(f: Finding) -> bool:
+    """A ``review.unsigned.<area>`` finding: the series' hunks of one area nobody signed off."""
+    return f.rule.startswith(UNSIGNED_PREFIX)
+
+
+def origin_words(f: Finding) -> str:
+    """Which code a finding is about, in words: its series commit, upstream's code (only when the
+    finding is inherited), the series' unreviewed hunks, or nothing tied to one commit."""
+    if f.commit:
+        return f"commit {short(f.commit)}"
+    if is_unsigned(f):
+        return "unreviewed hunks of the series"
+    if f.inherited:
+        return "upstream code (inherited)"
+    return "not tied to one commit"
+
+
+def origin_cell(f: Finding) -> str:
+    """:func:`origin_words` for a table's commit column (the bare short sha for a commit)."""
+    return short(f.commit) if f.commit else origin_words(f)
+
+
+@dataclass(frozen=True)
+class UnreviewedHunk:
+    id: str
+    path: str
+    commit: str
+    start: int
+    end: int
+    lines: int
+
+    @property
+    def where(self) -> str:
+        """``path:start-end`` (``path`` alone for a hunk without new lines)."""
+        if self.start < 1:
+            return self.path
+        return f"{self.path}:{self.start}" + (f"-{self.end}" if self.end > self.start else "")
+
+
+@dataclass(frozen=True)
+class UnsignedArea:
+    """One ``review.unsigned.<area>`` finding as what it is: the area's hunks nobody signed off."""
+
+    area: str
+    title: str
+    rule: str
+    fingerprint: str
+    action: Action
+    waived: bool
+    hunks: tuple[UnreviewedHunk, ...]
+
+    @property
+    def lines(self) -> int:
+        return sum(h.lines for h in self.hunks)
+
+    @property
+    def files(self) -> int:
+        return len({h.path for h in self.hunks})
+
+    @property
+    def commits(self) -> int:
+        return len({h.commit for h in self.hunks})
+
+    def words(self) -> str:
+        """"3 hunk(s), 12 line(s) in 2 file(s) from 2 commit(s)"."""
+        return (f"{len(self.hunks)} hunk(s), {self.lines} line(s) in {self.files} file(s) from "
+                f"{self.commits} commit(s)")
+
+
+def unsigned_areas(audit: AuditResult) -> tuple[UnsignedArea, ...]:
+    """Each ``review.unsigned.<area>`` finding of the review stage with its unreviewed hunks,
+    read from the stage's own data (its hunks and counted sign-offs), in the stage's order."""
+    st = audit.stages.get("review")
+    data = st.data_as(ReviewData) if st is not None else None
+    if st is None or data is None:
+        return ()
+    signed = {s.digest for s in data.signoffs}
+    titles = {a.name: a.title for a in data.areas}
+    out = []
+    for f in st.findings:
+        if not is_unsigned(f):
+            continue
+        area = f.rule[len(UNSIGNED_PREFIX):]
+        hunks = tuple(UnreviewedHunk(id=redact(h.id), path=capped(redact(h.path), PATH_MAX),
+                                     commit=h.commit, start=h.start, end=h.end, lines=h.lines)
+                      for h in data.hunks if h.area == area and h.digest not in signed)
+        out.append(UnsignedArea(area=redact(area), title=redact(titles.get(area, area)),
+                                rule=f.rule, fingerprint=f.fingerprint, action=f.action,
+                                waived=f.waived, hunks=hunks))
+    return tuple(out)
 
 
 # ---------------------------------------------------------------- the view
@@ -195,6 +293,14 @@ class ReportView:
     unit: Mapping[str, Any] | None
     tool: str
     review: str | None = None  # the review coverage line, when the spec asks for review
+    #: the review.unsigned.<area> findings as the hunks they stand for (by fingerprint too)
+    unsigned: tuple[UnsignedArea, ...] = ()
+
+    def unsigned_of(self, f: Finding) -> UnsignedArea | None:
+        """The unreviewed hunks a ``review.unsigned.*`` finding stands for (None otherwise)."""
+        if not is_unsigned(f):
+            return None
+        return next((u for u in self.unsigned if u.fingerprint == f.fingerprint), None)
 
 
 def build_view(audit: AuditResult) -> ReportView:
@@ -243,6 +349,7 @@ def build_view(audit: AuditResult) -> ReportView:
              .strip(),
         review=(redact(_review_summary(review.data_as(ReviewData)))
                 if review.status is StageStatus.OK else None),
+        unsigned=unsigned_areas(audit),
     )
 
 
@@ -500,10 +607,16 @@ def _commits(verify: StageResult, findings: Sequence[Finding]
             author=capped(redact(author), SUBJECT_MAX), date=c.author_date, patch_id=as_text(data.patch_id(c.sha)),
             stats=record.stats, findings=own, counts=Counts.of(own), by_category=tuple(cats)))
     others = []
-    upstream = by_commit.pop(None, [])
-    if upstream:
-        others.append(Group("upstream or inherited code (no series commit)",
-                            tuple(sorted(upstream, key=_finding_order)), Counts.of(upstream)))
+    none = by_commit.pop(None, [])
+    for label, group in (
+            ("upstream code (inherited)", [f for f in none if f.inherited and not is_unsigned(f)]),
+            ("unreviewed hunks of the series (no sign-off yet; listed area by area)",
+             [f for f in none if is_unsigned(f)]),
+            ("not tied to one commit (the audit, its policy, the build or the service unit)",
+             [f for f in none if not f.inherited and not is_unsigned(f)])):
+        if group:
+            others.append(Group(label, tuple(sorted(group, key=_finding_order)),
+                                Counts.of(group)))
     for other, group in sorted(by_commit.items(), key=lambda kv: kv[0] or ""):
         label = ("lines the series does not explain" if other == "unexplained"
                  else f"commit {short(other)} (not in the listed series)")

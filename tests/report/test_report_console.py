@@ -22,8 +22,7 @@ def test_report_console_summary() -> None:
     assert "verdict: FAIL" in text
     for name in ("verify", "scan", "deps", "build", "sbom", "unit"):
         assert f"  {name}" in text
-    assert "series: 3 commit(s), 2 with findings" in text
-    assert "2. 2222222222 Add usage statistics — 2 block" in text
+    assert "2 of 3 commit(s) with findings" in text
     assert "block  network engine/telemetry.py:4 (2222222222) outbound HTTP request" in text
     assert "fixed name in /tmp" not in text  # waived findings stay out of the short list
     assert "reports in audit-out" in text

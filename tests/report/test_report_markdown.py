@@ -56,7 +56,7 @@ def test_report_markdown_commits_in_series_order_with_counts() -> None:
     assert "| clean |" in rows[0]  # the benign commit is shown clean
     assert "2 block" in rows[1] and "network: 1 block; secret-access: 1 block" in rows[1]
     assert "2 review" in rows[2]
-    assert "upstream or inherited code" in section and "1 waived" in section
+    assert "upstream code \\(inherited\\)" in section and "1 waived" in section
 
 
 def test_report_markdown_every_stage_has_one_line() -> None:

@@ -1,7 +1,8 @@
 """Waivers and policy apply to each finding first; findings of one concern on one line merge after.
 
-Regression for the order bug: merging before waivers let a waiver written for one rule hide a
-different rule's finding on the same line.
+The shown finding of a line is the weightiest one whatever the waivers (issue 33 item 6): a waiver
+of the shown finding covers the rules merged into it; a waiver of a merged rule alone does not
+waive the shown finding.
 """
 
 from __future__ import annotations
@@ -27,15 +28,29 @@ def _waiver(rule: str) -> Waiver:
                   owner="sec-team", expires=TODAY + dt.timedelta(days=30))
 
 
-def test_a_waiver_for_one_rule_does_not_hide_the_other_rule_on_that_line() -> None:
+def test_a_waiver_for_a_merged_rule_alone_does_not_waive_the_shown_finding() -> None:
     found = [_finding("network.python.requests"), _finding("network.python.urlopen")]
-    merged = merge_same_concern(apply_waivers(found, [_waiver("network.python.requests")],
+    merged = merge_same_concern(apply_waivers(found, [_waiver("network.python.urlopen")],
                                               today=TODAY))
     assert len(merged) == 1
     kept = merged[0]
-    assert kept.rule == "network.python.urlopen" and not kept.waived
-    assert kept.also == ("network.python.requests",)
-    assert kept.to_json()["also"] == ["network.python.requests"]
+    assert kept.rule == "network.python.requests" and not kept.waived
+    assert kept.also == ("network.python.urlopen",)
+    assert kept.to_json()["also"] == ["network.python.urlopen"]
+
+
+def test_a_waiver_of_the_shown_finding_covers_the_rules_merged_into_it() -> None:
+    found = [_finding("network.python.urlopen", action=Action.REVIEW),
+             _finding("network.python.requests")]
+    shown = merge_same_concern(found)[0]
+    assert shown.rule == "network.python.requests" and not shown.waived
+    exact = Waiver(rule=shown.rule, path=shown.path, fingerprint=shown.fingerprint,
+                   reason="our own collector", owner="sec-team",
+                   expires=TODAY + dt.timedelta(days=30))
+    merged = merge_same_concern(apply_waivers(found, [exact], today=TODAY))
+    assert len(merged) == 1 and merged[0].waived and not merged[0].counts
+    assert merged[0].fingerprint == shown.fingerprint  # the same finding is shown, now waived
+    assert merged[0].also == ("network.python.urlopen",)
 
 
 def test_waiving_every_rule_on_the_line_waives_the_merged_finding() -> None:
