@@ -194,9 +194,11 @@ TEMPLATE = """<!DOCTYPE html>
 <p>{% if p.ok is true %}<strong class="st-ok">The bundle is exactly upstream + the listed commits.</strong>
 {% elif p.ok is false %}<strong class="st-failed">The bundle is NOT upstream + the listed commits.</strong>
 {% else %}<strong class="st-incomplete">Not decided.</strong>{% endif %}</p>
+{% if p.statement %}<p>{{ p.statement|t }}</p>{% endif %}
 <table>
 <tr><th>upstream</th><td><code>{{ p.upstream_ref|t }}</code> → commit <code>{{ p.upstream_commit|t }}</code>, tree <code>{{ p.upstream_tree|t }}</code></td></tr>
-<tr><th>expected tree</th><td><code>{{ p.expected_tree|t or "—" }}</code> (upstream + series replayed)</td></tr>
+{% if p.model == "merge" %}<tr><th>proof model</th><td>merge: the head's tree is the claim (upstream an ancestor, the listed commits exactly upstream..head); nothing replayed</td></tr>
+{% else %}<tr><th>expected tree</th><td><code>{{ p.expected_tree|t or "—" }}</code> (upstream + series replayed)</td></tr>{% endif %}
 <tr><th>bundle tree</th><td><code>{{ p.bundle_tree|t or "—" }}</code></td></tr>
 <tr><th>series</th><td>{{ p.listed }} listed;
 {% if p.order_ok is true %}in order{% elif p.order_ok is false %}<strong>NOT in the listed order</strong>{% else %}order unknown{% endif %};
@@ -204,6 +206,22 @@ unlisted (hidden): {% for s in p.unlisted %}<code>{{ s|t|short }}</code> {% else
 missing: {% for s in p.missing %}<code>{{ s|t|short }}</code> {% else %}none{% endfor %};
 merges: {% for s in p.merges %}<code>{{ s|t|short }}</code> {% else %}none{% endfor %}</td></tr>
 </table>
+{% if p.merge_changes %}
+<h3>Changed while merging</h3>
+<p>Lines git's own merge of the parents does not give: scanned and reviewed as the merge's.</p>
+<ul>
+{% for sha, paths in p.merge_changes %}<li>merge <code>{{ sha|t|short }}</code>: {% for x in paths[:10] %}<code>{{ x|t }}</code>{% if not loop.last %}, {% endif %}{% endfor %}{% if paths|length > 10 %} and {{ paths|length - 10 }} more{% endif %}</li>
+{% endfor %}
+</ul>
+{% endif %}
+{% if p.upstream_picks %}
+<h3>Upstream's commits applied again</h3>
+<p>Same patch-id as an upstream commit: their lines are upstream's, not the fork's, and they are no community commits.</p>
+<ul>
+{% for s, u in p.upstream_picks %}<li><code>{{ s|t|short }}</code> = upstream <code>{{ u|t|short }}</code></li>
+{% endfor %}
+</ul>
+{% endif %}
 {% if p.differences %}
 <h3>Paths that differ</h3>
 <table>

@@ -247,6 +247,8 @@ class Proof:
     #: applied again through the fork (series sha, upstream sha)
     merge_changes: tuple[tuple[str, tuple[str, ...]], ...] = ()
     upstream_picks: tuple[tuple[str, str], ...] = ()
+    model: str = "rebase"  # "merge": the head's tree is the claim, nothing replayed
+    statement: str = ""  # the proof in one sentence (what the console and report.md say)
 
 
 @dataclass(frozen=True)
@@ -580,6 +582,8 @@ def _proof(st: StageResult) -> Proof:
         merge_changes=tuple((k, tuple(redact(x) for x in v))
                             for k, v in (p.series.merge_changes.items() if p is not None else ())),
         upstream_picks=tuple(p.series.upstream_picks.items()) if p is not None else (),
+        model=p.series.model if p is not None else "rebase",
+        statement=redact(_verify_summary(d)),
     )
 
 

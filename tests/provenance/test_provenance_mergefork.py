@@ -303,6 +303,12 @@ def test_an_upstream_commit_cherry_picked_into_the_fork_is_upstreams(tmp_path):
     code, data, err = _run(case, "scan")
     assert data is not None, err
     assert not [f for f in data["findings"] if f["path"] == "engine/usage.py"]
+    res = subprocess.run([sys.executable, "-m", "auditor", "audit",
+                          str(write_spec(tmp_path / "audit.toml", spec)), "--out",
+                          str(tmp_path / "out")], capture_output=True, text=True, timeout=600)
+    page = (tmp_path / "out" / "report.html").read_text()
+    assert "<h3>Upstream's commits applied again</h3>" in page, res.stderr[-2000:]
+    assert f"<code>{picked[:10]}</code> = upstream <code>{fix[:10]}</code>" in page
     # nor are they hunks to review (packets, coverage)
     plan = _plan(case)
     assert "engine/usage.py" not in json.dumps(plan) and "engine/opt.py" in json.dumps(plan)
@@ -376,6 +382,10 @@ def test_merges_with_lines_of_their_own_are_listed_as_changed_while_merging(tmp_
                          capture_output=True, text=True, timeout=600)
     report = (tmp_path / "out" / "report.md").read_text()
     assert "Changed while merging" in report and evil["merge"][:12] in report, res.stderr[-2000:]
+    page = (tmp_path / "out" / "report.html").read_text()
+    assert "<h3>Changed while merging</h3>" in page and evil["merge"][:12] in page
+    assert "proof model</th><td>merge" in page and "series replayed" not in page
+    assert "which contains upstream v1.1" in page
 
 
 def test_upstream_commits_the_upstream_mirror_reaches_are_upstreams_without_naming(tmp_path):
