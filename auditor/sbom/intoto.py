@@ -1,6 +1,7 @@
 """The in-toto Statement v1 with an SLSA Provenance v1 predicate for the wheel auditor built.
 
-Unsigned: a team signs it with the tools it already uses (see sboms/README.md). The ``buildType``
+Written as is; with a key the audit also signs these bytes as a DSSE envelope
+(:mod:`auditor.attest`), and a team may sign it with its own tools (see sboms/README.md). The ``buildType``
 :data:`BUILD_TYPE` names auditor's build-recipe format; its ``externalParameters`` are the audit
 spec and the build recipe (path relative to the spec's folder + sha256), and its
 ``resolvedDependencies`` the upstream commit, the series commits in order, the audited bundle, the
