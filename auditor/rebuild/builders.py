@@ -14,6 +14,7 @@ the build folder, CMake builds without a build RPATH. The commands are recorded 
 
 from __future__ import annotations
 
+import re
 import shlex
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
@@ -128,10 +129,14 @@ class ModuleBuilder(ABC):
     def output(self, req: BuildRequest) -> Path:
         """The file the commands produce (before stripping)."""
 
+    def before(self, req: BuildRequest) -> None:  # noqa: B027 - an optional hook
+        """Write what the commands need into the build folder (nothing by default)."""
+
     def build(self, req: BuildRequest, sandbox: Sandbox) -> BuiltModule:
         req.build_dir.mkdir(parents=True, exist_ok=True)
         final_dir = req.build_dir / "out"
         final_dir.mkdir(exist_ok=True)
+        self.before(req)
         steps = list(self.commands(req))
         log: list[str] = []
         for cmd in steps:
@@ -151,6 +156,13 @@ class ModuleBuilder(ABC):
                           writable=(req.build_dir, *req.writable), readable=req.readable,
                           umask=req.umask, timeout=req.timeout)
         log.append(f"$ {cmd.display(req.placeholders)}\n{res.stdout}{res.stderr}")
+        wanted = download_attempts(res.stdout + "\n" + res.stderr)
+        if wanted:
+            raise BuildFailed(
+                f"module {req.module.name}: the build tried to download "
+                + redact("; ".join(wanted))
+                + " (builds are network-less and CMake is fully disconnected: give the "
+                  f"dependency as a local folder, [modules.{req.module.name}.cmake.fetchcontent])")
         if res.returncode != 0:
             tail = (res.stderr.strip() or res.stdout.strip()).splitlines()[-6:]
             raise BuildFailed(
@@ -196,6 +208,12 @@ class CMakeBuilder(ModuleBuilder):
     def _bdir(self, req: BuildRequest) -> Path:
         return req.build_dir / "cmake"
 
+    def _hook(self, req: BuildRequest) -> Path:
+        return req.build_dir / "auditor-fetch-check.cmake"
+
+    def before(self, req: BuildRequest) -> None:
+        self._hook(req).write_text(FETCH_CHECK_HOOK)
+
     def output(self, req: BuildRequest) -> Path:
         spec = self._spec(req)
         bdir = self._bdir(req)
@@ -221,6 +239,7 @@ class CMakeBuilder(ModuleBuilder):
             f"-DCMAKE_C_FLAGS={maps}", f"-DCMAKE_CXX_FLAGS={maps}",
             "-DCMAKE_SKIP_BUILD_RPATH=ON",
             f"-DCMAKE_CUDA_ARCHITECTURES={archs}",
+            f"-DCMAKE_PROJECT_INCLUDE_BEFORE={self._hook(req)}",
         ]
         if tc.nvcc:
             configure += [f"-DCMAKE_CUDA_COMPILER={tc.nvcc}", f"-DCMAKE_CUDA_HOST_COMPILER={tc.cxx}",
@@ -232,6 +251,63 @@ class CMakeBuilder(ModuleBuilder):
         build = [tc.cmake or "cmake", "--build", str(self._bdir(req)), "--target", spec.target,
                  "--parallel", str(max(1, req.jobs)), *spec.build_args]
         return (Command(tuple(configure), req.build_dir), Command(tuple(build), req.build_dir))
+
+
+# Included before the top-level project(): at the end of configuring, every FetchContent
+# dependency that CMake marked populated while its source folder is empty (CMake's fully
+# disconnected mode does that silently instead of downloading) stops the configure, naming what
+# its declaration wanted (the declared GIT_REPOSITORY / URL).
+FETCH_CHECK_HOOK = """\
+get_property(_auditor_hooked GLOBAL PROPERTY AUDITOR_FETCH_CHECK)
+if(NOT _auditor_hooked)
+  set_property(GLOBAL PROPERTY AUDITOR_FETCH_CHECK TRUE)
+  function(_auditor_fetch_check)
+    get_cmake_property(_vars VARIABLES)
+    foreach(_v IN LISTS _vars)
+      if(_v MATCHES "^(.+)_POPULATED$" AND ${_v})
+        set(_n "${CMAKE_MATCH_1}")
+        file(GLOB _any "${${_n}_SOURCE_DIR}/*")
+        if(NOT _any)
+          get_property(_d GLOBAL PROPERTY "_FetchContent_${_n}_savedDetails")
+          set(_want "")
+          foreach(_k GIT_REPOSITORY GIT_TAG URL URL_HASH)
+            list(FIND _d "${_k}" _i)
+            if(_i GREATER -1)
+              math(EXPR _i "${_i} + 1")
+              list(GET _d ${_i} _val)
+              string(APPEND _want "|${_k}=${_val}")
+            endif()
+          endforeach()
+          string(REPLACE " " "%20" _want "${_want}")
+          message(FATAL_ERROR "AUDITOR-FETCH:${_n}${_want}")
+        endif()
+      endif()
+    endforeach()
+  endfunction()
+  cmake_language(DEFER DIRECTORY "${CMAKE_SOURCE_DIR}" CALL _auditor_fetch_check)
+endif()
+"""
+
+_DOWNLOAD_SIGNS = (
+    (re.compile(r"AUDITOR-FETCH:([^|\s]+)\|?(\S*)"), "{0} via FetchContent ({1})"),
+    (re.compile(r"Performing download step \(([^)]*)\) for '([^']+)'"), "{1} ({0})"),
+    (re.compile(r"Cloning into '([^']+)'"), "a git clone into {0}"),
+    (re.compile(r"[Cc]ould(?: not|n't) resolve host(?: name)?:?\s*([^\s\"]*)"),
+     "from the network (could not resolve host {0})"),
+    (re.compile(r"error: downloading '([^']+)' failed"), "{0}"),
+)
+
+
+def download_attempts(output: str) -> list[str]:
+    """What the output of a build command shows it tried to fetch from the network."""
+    found: list[str] = []
+    for pattern, template in _DOWNLOAD_SIGNS:
+        for m in pattern.finditer(output):
+            groups = [g.strip().replace("|", ", ").replace("%20", " ") for g in m.groups()]
+            text = template.format(*(g or "?" for g in groups)).replace(" (?)", "")
+            if text not in found:
+                found.append(text)
+    return found
 
 
 def builder_for(kind: BuilderKind) -> ModuleBuilder:

@@ -13,11 +13,6 @@ from auditor.errors import InputError
 ELF_MAGIC = b"\x7fELF"
 
 
-def is_elf(path: Path) -> bool:
-    with path.open("rb") as f:
-        return f.read(4) == ELF_MAGIC
-
-
 def exported_symbols(path: Path, what: str = "module", *, weak: bool | None = None) -> frozenset[str]:
     """Names of the defined GLOBAL/WEAK symbols of ``.dynsym`` (InputError if not ELF).
 

@@ -16,8 +16,15 @@ from pathlib import Path
 from auditor.gitio import Git
 from auditor.model import Workspace
 from auditor.provenance.bundlefiles import bundle_root
+from auditor.rebuild.cmakelists import (
+    CMakeSyntaxError,
+    Effect,
+    Reason,
+    change_effect,
+    targets_of_files,
+)
 from auditor.rebuild.globs import is_native, match_any
-from auditor.rebuild.recipe import ModuleRecipe, Recipe
+from auditor.rebuild.recipe import BuilderKind, ModuleRecipe, Recipe
 
 _BINARY_EXTENSIONS = (".so", ".o", ".a", ".dll", ".dylib", ".pyd", ".exe", ".bin", ".whl",
                       ".pyc", ".pyo", ".cubin", ".fatbin", ".egg", ".node", ".jar", ".class")
@@ -48,6 +55,8 @@ class ModuleDecision:
     module: ModuleRecipe
     action: ModuleAction
     changed: tuple[str, ...]  # the changed bundle paths that feed it
+    #: how a changed CMake file reaches it ("CMakeLists.txt:768: list(APPEND ...) changed: _moe_C")
+    why: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -57,6 +66,10 @@ class BuildPlan:
     unclaimed_native: tuple[str, ...]
     binaries: tuple[str, ...]  # added or modified bundle files that are binaries
     links: tuple[str, ...]  # added or modified symbolic links (a wheel holds none)
+    #: extension targets the bundle's CMake defines that the recipe neither builds nor excuses
+    unlisted_targets: tuple[str, ...] = ()
+    #: what the changed CMake files do (arch list changes, changes with no build effect)
+    cmake_notes: tuple[str, ...] = ()
 
     @property
     def to_build(self) -> tuple[ModuleDecision, ...]:
@@ -89,16 +102,37 @@ def is_binary_file(path: Path) -> bool:
     return head.startswith(_MAGICS) or b"\x00" in head
 
 
+def is_cmake_file(path: str) -> bool:
+    return path.rsplit("/", 1)[-1] == "CMakeLists.txt" or path.endswith(".cmake")
+
+
+def _under(path: str, folder: str) -> bool:
+    return not folder or path.startswith(folder + "/")
+
+
 def make_plan(ws: Workspace, recipe: Recipe, native_globs: Iterable[str]) -> BuildPlan:
     changes = changes_vs_upstream(ws)
     native_globs = tuple(native_globs)
+    cmake_dirs = sorted({m.cmake.source_dir for m in recipe.modules if m.cmake is not None})
+    effects = _cmake_effects(ws, changes, cmake_dirs)
     decisions = []
-    claimed: set[str] = set()
+    claimed: set[str] = set(effects)
     for module in recipe.modules:
-        fed = tuple(c.path for c in changes if match_any(c.path, module.sources))
+        sd = module.cmake.source_dir if module.cmake is not None else None
+        fed = [c.path for c in changes if match_any(c.path, module.sources)
+               and not (sd is not None and is_cmake_file(c.path) and _under(c.path, sd))]
+        why: list[str] = []
+        if module.builder is BuilderKind.CMAKE and module.cmake is not None:
+            for path, effect in sorted(effects.items()):
+                if not _under(path, module.cmake.source_dir):
+                    continue
+                if effect.everything or module.cmake.target in effect.targets:
+                    fed.append(path)
+                    why += effect.why(module.cmake.target)
         claimed.update(fed)
-        decisions.append(ModuleDecision(module, ModuleAction.BUILT if fed else ModuleAction.OFFICIAL,
-                                        fed))
+        fed_t = tuple(sorted(set(fed)))
+        decisions.append(ModuleDecision(module, ModuleAction.BUILT if fed_t else ModuleAction.OFFICIAL,
+                                        fed_t, tuple(dict.fromkeys(why))))
     binaries, links, unclaimed = [], [], []
     for c in changes:
         if c.kind is not ChangeKind.DELETED and c.mode == "120000":
@@ -109,8 +143,54 @@ def make_plan(ws: Workspace, recipe: Recipe, native_globs: Iterable[str]) -> Bui
             continue
         if is_native(c.path, native_globs) and c.path not in claimed:
             unclaimed.append(c.path)
+    notes = [f"{path}: {a}" for path, e in sorted(effects.items()) for a in e.arch_changes]
+    notes += [r.text for _, e in sorted(effects.items()) for r in e.reasons
+              if not r.everything and not r.targets]
     return BuildPlan(changes=changes, decisions=tuple(decisions), unclaimed_native=tuple(unclaimed),
-                     binaries=tuple(binaries), links=tuple(links))
+                     binaries=tuple(binaries), links=tuple(links),
+                     unlisted_targets=unlisted_targets(ws, recipe, cmake_dirs),
+                     cmake_notes=tuple(notes))
+
+
+def _cmake_effects(ws: Workspace, changes: tuple[Change, ...],
+                   cmake_dirs: list[str]) -> dict[str, Effect]:
+    """Changed CMake file -> what it reaches (added or deleted: everything)."""
+    out: dict[str, Effect] = {}
+    upstream = upstream_files(ws) if any(is_cmake_file(c.path) for c in changes) else {}
+    for c in changes:
+        if not is_cmake_file(c.path) or not any(_under(c.path, d) for d in cmake_dirs):
+            continue
+        if c.kind is not ChangeKind.MODIFIED or c.mode == "120000":
+            out[c.path] = Effect(frozenset(), True, (Reason(f"{c.path}: {c.kind.value}: every "
+                                                            "target", everything=True),))
+            continue
+        old = Git(ws.upstream_repo).cat_blob(upstream[c.path][1]).decode("utf-8", "replace")
+        new = (bundle_root(ws) / c.path).read_text("utf-8", "replace")
+        out[c.path] = change_effect(c.path, old, new)
+    return out
+
+
+def unlisted_targets(ws: Workspace, recipe: Recipe, cmake_dirs: list[str]) -> tuple[str, ...]:
+    """Extension targets of the bundle's CMake code that the recipe omits, one message each."""
+    built = {m.cmake.target for m in recipe.modules if m.cmake is not None}
+    out = []
+    root = bundle_root(ws)
+    for sd in cmake_dirs:
+        files = [p for p in ws.manifest if _under(p, sd) and is_cmake_file(p)
+                 and (p.endswith(".cmake") or p == (f"{sd}/CMakeLists.txt" if sd
+                                                    else "CMakeLists.txt"))]
+        try:
+            defined = targets_of_files({p: (root / p).read_text("utf-8", "replace")
+                                        for p in sorted(files)})
+        except CMakeSyntaxError as exc:
+            out.append(f"the bundle's CMake code cannot be read for its extension targets: {exc}")
+            continue
+        for name, where in sorted(defined.items()):
+            if name not in built and name not in recipe.targets_not_built:
+                out.append(f"the bundle's CMake defines the extension target {name} ({where}); "
+                           f"the recipe {recipe.path.name} neither builds it (a module with "
+                           f"cmake.target = \"{name}\") nor lists it in [targets_not_built]")
+    return tuple(out)
 
 
 def last_commits(ws: Workspace) -> dict[str, str]:

@@ -22,6 +22,8 @@ from auditor.spec import _load_toml, _Table
 SHA256_RE = re.compile(r"^[0-9a-f]{64}$")
 REQUIREMENT_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*==[A-Za-z0-9.+!_-]+$")
 ARCH_RE = re.compile(r"^\d+\.?\d+[af]?(\+PTX)?$")
+WHEEL_FILE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*\.(whl|tar\.gz|zip)$")
+VERSION_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9.+!_-]*$")
 
 
 class BuilderKind(StrEnum):
@@ -48,6 +50,23 @@ class WheelRecipe:
 
 
 @dataclass(frozen=True)
+class ToolchainPackage:
+    """One pinned package of the toolchain folder (a wheel from the Python registry)."""
+
+    name: str
+    version: str
+    file: str  # the exact file name the registry serves
+    sha256: str
+    role: str  # what it is for (torch, cuda, cutlass, cccl, build-tool); informational
+    #: the pinned dependency of the engine this package stands in for (a review finding)
+    stands_in_for: str = ""
+
+    @property
+    def requirement(self) -> str:
+        return f"{self.name}=={self.version}"
+
+
+@dataclass(frozen=True)
 class ToolchainRecipe:
     nvcc: str | None  # expected nvcc release prefix, e.g. "13.0"
     cc_version: str | None  # expected host compiler version prefix, e.g. "12.2"
@@ -56,6 +75,13 @@ class ToolchainRecipe:
     cxx: str
     strip: str
     cmake: str
+    #: the toolchain folder ``auditor build prepare`` fills (None: the recipe pins no packages)
+    dir: Path | None = None
+    packages: tuple[ToolchainPackage, ...] = ()
+    #: the interpreter ``prepare`` makes ``<dir>/venv`` from (the packages on its default path)
+    python: str | None = None
+    #: generate ``<dir>/stubs/libcuda.so`` (a link stub: no registry ships the driver library)
+    cuda_driver_stub: bool = False
 
 
 @dataclass(frozen=True)
@@ -117,6 +143,8 @@ class Recipe:
     env: Mapping[str, str]
     modules: tuple[ModuleRecipe, ...]
     raw: Mapping[str, Any] = field(default_factory=dict, compare=False)
+    #: extension targets the engine's CMake defines that this recipe does not build, with why
+    targets_not_built: Mapping[str, str] = field(default_factory=dict)
 
 
 def _bundle_rel(t: _Table, key: str, value: str) -> str:
@@ -174,14 +202,15 @@ def load_recipe(path: str | Path) -> Recipe:
         if not ARCH_RE.match(a):
             raise top.err(f"archs[{i}]", f'expected an architecture such as "86" or "8.6", got {a!r}')
     wheel = _wheel(top, root)
-    toolchain = _toolchain(top)
+    toolchain = _toolchain(top, root)
     sandbox = _sandbox(top, root)
     env = _env(top)
     modules = _modules(top, root)
+    not_built = _not_built(top, modules)
     top.finish()
     return Recipe(path=file, root=root, engine=engine, version=version, target=target,
                   archs=archs, wheel=wheel, toolchain=toolchain, sandbox=sandbox, env=env,
-                  modules=modules, raw=doc)
+                  modules=modules, raw=doc, targets_not_built=not_built)
 
 
 def _wheel(top: _Table, root: Path) -> WheelRecipe:
@@ -211,15 +240,68 @@ def _wheel(top: _Table, root: Path) -> WheelRecipe:
     return wheel
 
 
-def _toolchain(top: _Table) -> ToolchainRecipe:
+def _toolchain(top: _Table, root: Path) -> ToolchainRecipe:
     tc = _sub(top, "toolchain") or _Table(top.file, {}, "toolchain")
+    packages = _packages(tc)
+    folder = tc.path("dir", root, must_exist=False)
+    if packages and folder is None:
+        raise tc.err("dir", "missing; a recipe that pins toolchain packages names the folder "
+                            "`auditor build prepare` puts them in")
     toolchain = ToolchainRecipe(
         nvcc=tc.text("nvcc"), cc_version=tc.text("cc_version"),
         nvcc_path=tc.text("nvcc_path", "nvcc"), cc=tc.text("cc", "gcc"), cxx=tc.text("cxx", "g++"),
         strip=tc.text("strip", "strip"), cmake=tc.text("cmake", "cmake"),
+        dir=folder, packages=packages, python=tc.text("python", what="a Python interpreter"),
+        cuda_driver_stub=tc.flag("cuda_driver_stub", False),
     )
     tc.finish()
     return toolchain
+
+
+def _packages(tc: _Table) -> tuple[ToolchainPackage, ...]:
+    """``[[toolchain.packages]]``: each pinned by exact file name and sha256."""
+    tc.seen.add("packages")
+    raw = tc.data.get("packages", [])
+    if not isinstance(raw, list) or not all(isinstance(p, dict) for p in raw):
+        raise tc.err("packages", "expected an array of tables ([[toolchain.packages]])")
+    out: list[ToolchainPackage] = []
+    files: set[str] = set()
+    for i, item in enumerate(raw):
+        t = _Table(tc.file, item, f"{tc.prefix}.packages[{i}]")
+        name = t.text("name", required=True, check=lambda s: bool(re.fullmatch(
+            r"[A-Za-z0-9][A-Za-z0-9._-]*", s)), what="a package name")
+        version = t.text("version", required=True, check=lambda s: bool(VERSION_RE.match(s)),
+                         what="an exact version")
+        wfile = t.text("file", required=True, check=lambda s: bool(WHEEL_FILE_RE.match(s)),
+                       what="the exact file name (no folder) of the package")
+        sha = t.text("sha256", required=True, check=lambda s: bool(SHA256_RE.match(s)),
+                     what="64 lowercase hex digits")
+        role = t.text("role", "", what="a short word")
+        stands_in = t.text("stands_in_for", "", what="what the package stands in for")
+        t.finish()
+        if wfile in files:
+            raise t.err("file", f"{wfile!r} is pinned twice")
+        files.add(wfile)
+        out.append(ToolchainPackage(name=name, version=version, file=wfile, sha256=sha,
+                                    role=role or "", stands_in_for=stands_in or ""))
+    return tuple(out)
+
+
+def _not_built(top: _Table, modules: tuple[ModuleRecipe, ...]) -> dict[str, str]:
+    """``[targets_not_built]``: CMake extension target -> why this recipe leaves it out."""
+    out: dict[str, str] = {}
+    t = _sub(top, "targets_not_built")
+    if t is None:
+        return out
+    built = {m.cmake.target for m in modules if m.cmake is not None}
+    for name, why in t.data.items():
+        t.seen.add(name)
+        if not isinstance(why, str) or not why.strip():
+            raise t.err(name, "expected the reason the target is not built (a string)")
+        if name in built:
+            raise t.err(name, "this target is also built by a module of the recipe")
+        out[name] = why
+    return out
 
 
 def _sandbox(top: _Table, root: Path) -> SandboxRecipe:

@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from auditor.errors import InputError, ToolError
+from auditor.errors import InputError, ToolError, ToolMissing
 from auditor.fsutil import sha256_file
 from auditor.gitio import Git, run
 from auditor.model import (
@@ -35,6 +35,7 @@ from auditor.model import (
     status_for,
 )
 from auditor.provenance.bundlefiles import bundle_root
+from auditor.rebuild.archs import unsupported
 from auditor.rebuild.builders import BuildFailed, BuildRequest, BuiltModule, builder_for
 from auditor.rebuild.elf import exported_symbols, section_differences
 from auditor.rebuild.overlay import Overlay, build_overlay, verify_origins
@@ -47,6 +48,7 @@ from auditor.rebuild.plan import (
     package_folders,
     wheel_path_for,
 )
+from auditor.rebuild.prepare import check_prepared, stand_ins
 from auditor.rebuild.recipe import BuilderKind, Recipe, load_recipe
 from auditor.rebuild.sandbox import Sandbox, select_sandbox
 from auditor.rebuild.toolchain import Toolchain, compare, detect
@@ -171,6 +173,12 @@ class _BuildRun:
         commits: dict[str, str | None] = dict(last_commits(ws))
         self.report_left_out(ws, plan, commits)
         self.report_unclaimed(ws, plan, commits)
+        self.reasons += list(plan.unlisted_targets)
+        for d in plan.to_build:
+            for why in d.why:
+                self.ctx.progress(f"build: {d.module.name}: {why}")
+        for note in plan.cmake_notes:
+            self.ctx.progress(f"build: {note}")
         if self.reasons:
             return self.stop(plan, official)
         packages = self.recipe.wheel.packages or package_folders(official.members)
@@ -376,6 +384,14 @@ class _BuildRun:
                            need_cmake=any(d.module.builder is BuilderKind.CMAKE
                                           for d in plan.to_build))
         diffs = compare(recipe.toolchain, toolchain)
+        if toolchain.nvcc_version:
+            problems = unsupported(toolchain.nvcc_version, recipe.archs)
+            if problems:
+                raise ToolMissing("the toolchain cannot build the recipe's architectures: "
+                                  + "; ".join(p.message for p in problems))
+        if recipe.toolchain.packages:
+            check_prepared(recipe)
+            diffs += stand_ins(recipe, toolchain.nvcc_version)
         self.note(toolchain=replace(self.data.toolchain, nvcc=toolchain.nvcc_version,
                                     cc=toolchain.cc_version, matches=not diffs,
                                     differences=tuple(diffs),
@@ -433,6 +449,8 @@ class _BuildRun:
             self.note(environment={k: val.replace(str(v.root), "$ROOT")
                                    for k, val in env.items()})
         readable: list[Path] = list(self.recipe.sandbox.readable)
+        if self.recipe.toolchain.dir is not None and self.recipe.toolchain.packages:
+            readable.append(self.recipe.toolchain.dir)
         for program in (toolchain.nvcc, toolchain.cc, toolchain.cxx, toolchain.strip,
                         toolchain.cmake):
             real = Path(os.path.realpath(program)) if program else None
