@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from auditor.errors import InputError, ToolError, ToolMissing
-from auditor.fsutil import sha256_file
+from auditor.fsutil import relative_path, sha256_file
 from auditor.gitio import Git, run
 from auditor.model import (
     Action,
@@ -120,7 +120,8 @@ class _BuildRun:
         self.reasons: list[str] = []
         self.not_checked: list[str] = []
         self.data = BuildData(
-            recipe=str(self.recipe.path), target=self.recipe.target, archs=self.recipe.archs,
+            recipe=self.shown(self.recipe.path), target=self.recipe.target,
+            archs=self.recipe.archs,
             toolchain=ToolchainRecord(nvcc=None, cc=None,
                                       expected={"nvcc": self.recipe.toolchain.nvcc,
                                                 "cc": self.recipe.toolchain.cc_version},
@@ -269,6 +270,10 @@ class _BuildRun:
 
     # ------------------------------------------------------------ pieces
 
+    def shown(self, path: Path) -> str:
+        """A local file as outputs name it: relative to the spec's folder, never absolute."""
+        return relative_path(path, self.ctx.spec.root)
+
     def official_wheel(self) -> UnpackedWheel | None:
         """The official wheel unpacked, once its pin, RECORD and version were checked; None when
         it is not here (not checked) or a check failed (a reason)."""
@@ -277,7 +282,7 @@ class _BuildRun:
         if wheel_file is None:
             return None
         digest = sha256_file(wheel_file)
-        record = OfficialWheel(file=wheel_file.name, path=str(wheel_file), name=None,
+        record = OfficialWheel(file=wheel_file.name, path=self.shown(wheel_file), name=None,
                                version=None, sha256=digest, expected_sha256=recipe.wheel.sha256)
         self.note(official_wheel=record)
         if digest != recipe.wheel.sha256:
@@ -487,7 +492,7 @@ class _BuildRun:
                      tc: Toolchain | None) -> dict[str, Any]:
         d = next(x for x in plan.to_build if x.module.name == m.name)
         return {"module": m.name, "recipe_entry": d.module.entry,
-                "recipe": str(self.recipe.path), "builder": m.builder.value,
+                "recipe": self.shown(self.recipe.path), "builder": m.builder.value,
                 "toolchain": {"nvcc": tc.nvcc_version if tc else None,
                               "cc": tc.cc_version if tc else None},
                 "sources": list(d.changed), "commands": list(m.commands)}

@@ -70,9 +70,6 @@ def test_audit_json_inputs_and_sbom_stage_name_no_local_folder(runs):
             assert not [s for s in _local(root) if s in text], text[:2000]
 
 
-@pytest.mark.xfail(strict=True, reason="other stages still record absolute paths: "
-                   "verify.bundle.path, deps.source.location, build.recipe, "
-                   "build.official_wheel.path, build.origins.*.recipe, review.file")
 def test_no_part_of_audit_json_names_the_local_folder(runs):
     root = runs["a"]
     text = (root / "again" / "audit.json").read_text()
