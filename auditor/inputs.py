@@ -9,10 +9,8 @@ waited on. Every refusal is an :class:`~auditor.errors.InputError` (exit 2) nami
 
 from __future__ import annotations
 
-import json
 import os
 import stat
-import tomllib
 from pathlib import Path
 from typing import IO, Any
 
@@ -136,25 +134,3 @@ def bounded_depth(value: Any, path: Path, what: str) -> Any:
     if nesting_depth(value) > MAX_NESTING:
         raise InputError(f"{what} {path}: nested more than {MAX_NESTING} levels deep")
     return value
-
-
-def load_json_input(path: Path, what: str, max_bytes: int = MAX_AUDIT_JSON_BYTES) -> Any:
-    """A checked JSON input, parsed; too deep a nesting is an InputError, never a crash."""
-    text = read_input_text(path, what, max_bytes)
-    try:
-        return bounded_depth(json.loads(text), path, what)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{what} {path}: not JSON ({exc.msg} at line {exc.lineno})") from None
-    except RecursionError:
-        raise InputError(f"{what} {path}: nested too deeply") from None
-
-
-def load_toml_input(path: Path, what: str, max_bytes: int = MAX_TEXT_BYTES) -> dict[str, Any]:
-    """A checked TOML input, parsed; too deep a nesting is an InputError, never a crash."""
-    text = read_input_text(path, what, max_bytes)
-    try:
-        return bounded_depth(tomllib.loads(text), path, what)  # type: ignore[no-any-return]
-    except tomllib.TOMLDecodeError as exc:
-        raise InputError(f"{what} {path}: malformed TOML: {exc}") from None
-    except RecursionError:
-        raise InputError(f"{what} {path}: nested too deeply") from None

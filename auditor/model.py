@@ -13,13 +13,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 from auditor.errors import EXIT_INCOMPLETE, EXIT_PASS, EXIT_POLICY
 from auditor.results.base import StageData
-
-if TYPE_CHECKING:
-    from auditor.provenance.bundlefiles import BundleFiles
 
 AUDIT_SCHEMA = "auditor/audit/v1"
 
@@ -94,6 +91,25 @@ def fingerprint_of(rule: str, path: str, code: str) -> str:
 
 
 @dataclass(frozen=True)
+class SourceLine:
+    """One line of a finding's file, for the reports' diff view of the flagged lines."""
+
+    line: int  # 1-based, in the bundle file
+    text: str
+    added: bool  # the series wrote it (a listed commit, or a line no commit explains)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"line": self.line, "text": self.text, "added": self.added}
+
+    @classmethod
+    def from_json(cls, data: Any) -> SourceLine:
+        data = _typed(data, Mapping, "a finding's context line")
+        return cls(line=int(_typed(data["line"], int, "context line")),
+                   text=str(_typed(data["text"], str, "context text")),
+                   added=bool(_typed(data["added"], bool, "context added")))
+
+
+@dataclass(frozen=True)
 class Finding:
     rule: str
     category: Category
@@ -112,9 +128,13 @@ class Finding:
     waiver: str | None = None  # reason of the waiver that applies, when waived
     help: str = ""
     also: tuple[str, ...] = ()  # rule ids of other findings of this concern on this line, merged
+    #: the flagged lines with up to 3 lines around them, each marked added or not (empty: unknown)
+    context: tuple[SourceLine, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         extra: dict[str, Any] = {"also": list(self.also)} if self.also else {}
+        if self.context:
+            extra["context"] = [c.to_json() for c in self.context]
         return {
             "rule": self.rule,
             "category": self.category.value,
@@ -158,6 +178,8 @@ class Finding:
             waiver=data.get("waiver"),
             help=str(data.get("help", "")),
             also=tuple(str(r) for r in _typed(data.get("also", []), list, "finding also")),
+            context=tuple(SourceLine.from_json(c)
+                          for c in _typed(data.get("context", []), list, "finding context")),
         )
 
     @property
@@ -399,8 +421,9 @@ class Workspace:
     upstream_picks: Mapping[str, str] = field(default_factory=dict)
     #: where later stages read bundle files (auditor.provenance.bundlefiles.bundle_files): the
     #: proven git objects when the proof came from the cache (then ``bundle_root`` exists only once
-    #: a stage asks for the folder), else the unpacked copy at ``bundle_root``
-    files: BundleFiles | None = field(default=None, compare=False, repr=False)
+    #: a stage asks for the folder), else the unpacked copy at ``bundle_root``. Typed loosely so
+    #: that this module imports nothing of provenance/: ``bundle_files`` checks its type
+    files: object | None = field(default=None, compare=False, repr=False)
 
     @property
     def series_revs(self) -> tuple[str, ...]:

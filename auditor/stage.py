@@ -33,6 +33,8 @@ class Options:
     cache: Path | None = None  # overrides [scan] cache
     jobs: int = max(1, os.cpu_count() or 1)
     verbose: bool = False
+    reference: bool = False  # scan through the reference runner (auditor.scan.reference)
+    explain: bool = False  # the scan says per file which readings ran (auditor.scan.plan)
 
 
 def stderr_console() -> Console:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 
 from auditor.gitio import Git
 from auditor.lines import split_lines
@@ -104,10 +103,3 @@ def line_origins(ws: Workspace, path: str, bundle_text: str | None = None,
         for k in range(size):
             out[b + k] = origins[a + k]
     return out
-
-
-def origins_for(ws: Workspace, paths: Iterable[str], jobs: int = 4) -> dict[str, list[str | None]]:
-    """:func:`line_origins` for many paths, spread over threads (git does the work)."""
-    paths = list(paths)
-    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        return dict(zip(paths, pool.map(lambda p: line_origins(ws, p), paths), strict=True))

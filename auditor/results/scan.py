@@ -36,13 +36,19 @@ class ScanData(StageData):
     coverage: Mapping[str, tuple[str, ...]]  # path -> the rule sets that read it
     uncovered: tuple[JsonObject, ...]  # {"path", "language", "lines"}
     notes: tuple[str, ...]
+    # with --explain: path -> the readings that ran, grouped (target, scanner, reading, reason,
+    # note, rules: auditor.scan.plan.explained); None: not asked for
+    readings: Mapping[str, tuple[JsonObject, ...]] | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"scope": self.scope.value, "checked_files": list(self.checked_files),
-                "skipped": list(self.skipped), "scanners": dict(self.scanners),
-                "ruleset": self.ruleset, "cache": self.cache.to_json(),
-                "coverage": {p: list(labels) for p, labels in self.coverage.items()},
-                "uncovered": [dict(u) for u in self.uncovered], "notes": list(self.notes)}
+        out = {"scope": self.scope.value, "checked_files": list(self.checked_files),
+               "skipped": list(self.skipped), "scanners": dict(self.scanners),
+               "ruleset": self.ruleset, "cache": self.cache.to_json(),
+               "coverage": {p: list(labels) for p, labels in self.coverage.items()},
+               "uncovered": [dict(u) for u in self.uncovered], "notes": list(self.notes)}
+        if self.readings is not None:
+            out["readings"] = {p: [dict(r) for r in rows] for p, rows in self.readings.items()}
+        return out
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> ScanData:
@@ -50,4 +56,6 @@ class ScanData(StageData):
                    skipped=strs(d["skipped"]), scanners=str_map(d["scanners"]),
                    ruleset=opt_str(d["ruleset"]), cache=CacheTally.from_json(obj(d["cache"])),
                    coverage={str(p): strs(v) for p, v in obj(d["coverage"]).items()},
-                   uncovered=objects(d["uncovered"]), notes=strs(d["notes"]))
+                   uncovered=objects(d["uncovered"]), notes=strs(d["notes"]),
+                   readings={str(p): objects(v) for p, v in obj(d["readings"]).items()}
+                   if "readings" in d else None)

@@ -29,6 +29,7 @@ from auditor import gitio
 from auditor.errors import ToolError
 from auditor.model import Category, Severity
 from auditor.scan import banditviews
+from auditor.scan.banditwords import triggers
 from auditor.scan.interface import (
     FileError,
     RawFinding,
@@ -37,6 +38,7 @@ from auditor.scan.interface import (
     ScanTarget,
     all_failed,
 )
+from auditor.scan.plan import ALL, How, Reading, ScanPlan, Why, whole_plan
 from auditor.scan.staging import shares, stage
 from auditor.scan.tools import ExternalTool, sealed_env
 from auditor.textsafe import redact
@@ -91,6 +93,8 @@ class BanditScanner(ExternalTool, Scanner):
         return hashlib.sha256(json.dumps([sorted(TESTS), "--ignore-nosec"]).encode()).hexdigest()
 
     def target_options(self, target: ScanTarget) -> str:
+        # views give the answers whole files give; the key names them (and what they read from
+        # the installed bandit) all the same, without importing bandit on a warm run
         return f"bandit-views={banditviews.digest()}" if self.views else ""
 
     def accepts(self, target: ScanTarget) -> bool:
@@ -100,38 +104,62 @@ class BanditScanner(ExternalTool, Scanner):
         return ("bandit:python(derived)" if target.derived else "bandit:python") \
             if self.accepts(target) else None
 
-    def _rewrite_as_views(self, root: Path, rels: list[str]) -> frozenset[str]:
+    def _views_sound(self) -> bool:
+        """Views only when what they need was read from the bandit that runs
+        (:func:`auditor.scan.banditwords.triggers`); else every file whole."""
+        try:
+            return self.views and triggers(self.version()) is not None
+        except Exception:  # noqa: BLE001 - no version to compare: the plain path
+            return False
+
+    def plan(self, files: Sequence[ScanTarget]) -> ScanPlan:
+        """Each Python target read whole, as its view, or not at all (no test can match in it:
+        :func:`auditor.scan.banditviews.reading_of`, the reducer :meth:`scan` runs out of
+        process)."""
+        if not self._views_sound():
+            return whole_plan(self.name, files)
+        return ScanPlan.of({t.key: (_reading(banditviews.reading_of(t.text.encode("utf-8"))[0]),)
+                            for t in files})
+
+    def _rewrite_as_views(self, root: Path, rels: list[str]) -> dict[str, str]:
         """Each staged file replaced by its view, in a Python process of its own (parsing holds
-        the interpreter lock semgrep's staging needs); returns the files it found no test can
-        match in (:func:`auditor.scan.banditviews.nothing_to_match`). Should it fail, the files
-        it did not reach are read whole, with the same results, and every file is read."""
+        the interpreter lock semgrep's staging needs); returns how each is read
+        (:func:`auditor.scan.banditviews.reading_of`). Should it fail, the files it did not
+        reach are read whole, with the same results, and every file is read."""
+        whole = {rel: banditviews.WHOLE for rel in rels}
         try:
             res = gitio.run([sys.executable, "-P", "-m", "auditor.scan.banditviews", str(root)],
                             input="\0".join(rels), timeout=self.timeout, check=False,
                             niceness=_NICENESS)
         except ToolError:
-            return frozenset()
+            return whole
         out = res.stdout if isinstance(res.stdout, str) else ""
         if res.returncode != 0 or (out and not out.endswith("\0")):
-            return frozenset()  # an answer cut short says nothing
-        return frozenset(out.split("\0")[:-1]) & set(rels)
+            return whole  # an answer cut short says nothing
+        got = dict(item.split(":", 1)[::-1] for item in out.split("\0")[:-1] if ":" in item)
+        return {rel: got.get(rel, banditviews.WHOLE) for rel in rels}
 
-    def _views_then_bandit(self, root: Path, rels: list[str]) -> dict[str, Any] | str:
-        """bandit's report over the staged ``rels`` read as their views; a file no test can
-        match in is not given to bandit: its answer is known (no finding). With much to read,
-        a views process per share of the files, then a bandit per share of what is left (shared
-        again: the views leave some shares with more than others), side by side."""
-        quiet: frozenset[str] = frozenset()
-        if self.views:
-            quiet = frozenset().union(*self._each_share(
-                root, rels, lambda share: self._rewrite_as_views(root / "t", share)))
+    def _views_then_bandit(self, root: Path, rels: list[str]) -> tuple[dict[str, Any] | str,
+                                                                       dict[str, str]]:
+        """bandit's report over the staged ``rels`` read as their views, and how each was read;
+        a file no test can match in is not given to bandit: its answer is known (no finding).
+        With much to read, a views process per share of the files, then a bandit per share of
+        what is left (shared again: the views leave some shares with more than others), side by
+        side."""
+        how = {rel: banditviews.WHOLE for rel in rels}
+        if self._views_sound():
+            for part in self._each_share(root, rels,
+                                         lambda share: self._rewrite_as_views(root / "t", share)):
+                how.update(part)
+        quiet = {rel for rel, h in how.items() if h == banditviews.NOTHING}
         docs = self._each_share(root, sorted(set(rels) - quiet),
                                 lambda share: self._run(root, share))
         failed = next((d for d in docs if isinstance(d, str)), None)
         if failed is not None or len(docs) == 1:
-            return failed if failed is not None else docs[0]
+            return (failed if failed is not None else docs[0]), how
         return {"results": [r for d in docs if isinstance(d, dict) for r in d.get("results") or []],
-                "errors": [e for d in docs if isinstance(d, dict) for e in d.get("errors") or []]}
+                "errors": [e for d in docs if isinstance(d, dict)
+                           for e in d.get("errors") or []]}, how
 
     def _each_share(self, root: Path, rels: list[str],
                     work: Callable[[list[str]], T]) -> list[T]:
@@ -166,9 +194,10 @@ class BanditScanner(ExternalTool, Scanner):
             return ScannerRun(findings={}, errors={})
         root = workdir / "bandit"
         staged = stage(files, root / "t")
-        doc = self._views_then_bandit(root, sorted(staged))
+        doc, how = self._views_then_bandit(root, sorted(staged))
         if isinstance(doc, str):
             return all_failed(files, doc)
+        plan = ScanPlan.of({t.key: (_reading(how[rel]),) for rel, t in staged.items()})
         by_rel = {posixpath.normpath(k): v for k, v in staged.items()}
         errors: dict[str, FileError] = {}
         for err in doc.get("errors") or []:
@@ -196,4 +225,11 @@ class BanditScanner(ExternalTool, Scanner):
                 message=redact(message)[:500],
                 help=f"bandit {test_id} ({r.get('test_name', '')}): {r.get('more_info', '')}",
             ))
-        return ScannerRun(findings={k: tuple(v) for k, v in findings.items()}, errors=errors)
+        return ScannerRun(findings={k: tuple(v) for k, v in findings.items()}, errors=errors,
+                          plan=plan)
+
+
+def _reading(how: str) -> Reading:
+    if how == banditviews.NOTHING:
+        return Reading(BanditScanner.name, ALL, How.SKIPPED, Why.NOTHING_TO_MATCH)
+    return Reading(BanditScanner.name, ALL, How.VIEW if how == banditviews.VIEW else How.WHOLE)

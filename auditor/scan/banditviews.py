@@ -9,8 +9,9 @@ columns in place (:func:`auditor.scan.slicing.elide_functions`, which keeps ever
 line), when its text (decorators and header included) shows none of what a test needs:
 
 - a call's resolved name has a word a test names (``exec``, ``pickle``, ``system``, ``load``,
-  ``shell=`` ...; :data:`_WORDS` and :data:`_CONTAINED`, read from bandit 1.9.4's plugins and
-  blacklists), written in the function or bound there by an import: every name an import binds is
+  ``shell=`` ...; read from the installed bandit's plugins and blacklists at run time
+  (:mod:`auditor.scan.banditwords`; ``chmod``/``extractall`` as parts of a name)), written in
+  the function or bound there by an import: every name an import binds is
   added to the words when the imported name has one (``from torch import load as L`` makes ``L``
   a word, ``import subprocess as sp`` makes ``sp`` one);
 - B108's string starting with ``/tmp``, ``/var/tmp`` or ``/dev/shm``: the text has ``tmp`` or
@@ -41,58 +42,45 @@ import sys
 import tokenize
 import unicodedata
 from collections.abc import Iterable, Iterator
+from functools import lru_cache
 from pathlib import Path
 
 from auditor.fsutil import atomic_write_bytes
 from auditor.scan import prefilter, slicing
+from auditor.scan.banditwords import Triggers, triggers
 
 _DIGEST = hashlib.sha256(Path(__file__).read_bytes() + Path(slicing.__file__).read_bytes()
                          + Path(prefilter.__file__).read_bytes()).hexdigest()[:16]
 
-# What the tests need, from bandit 1.9.4's plugins and blacklists. A call's resolved name is the
-# import alias of its first part (bandit's ``import_aliases``) followed by the parts written.
-#: the words of the resolved names the tests look for (B102, B113, B301-B321, B506, B601-B609,
-#: B612, B614) and ``shell`` (B604: any call with ``shell=True``)
-_WORDS = frozenset({
-    "exec", "eval", "pickle", "dill", "shelve", "jsonpickle", "read_pickle", "marshal", "mktemp",
-    "urllib", "telnetlib", "ftplib", "subprocess", "system", "popen", "popen2", "popen3", "popen4",
-    "Popen3", "Popen4", "getoutput", "getstatusoutput", "execl", "execle", "execlp", "execlpe",
-    "execv", "execve", "execvp", "execvpe", "spawnl", "spawnle", "spawnlp", "spawnlpe", "spawnv",
-    "spawnve", "spawnvp", "spawnvpe", "startfile", "exec_command", "requests", "httpx", "listen",
-    "load", "yaml", "shell"})
-#: B103 and B202 look for a call whose last name part contains these
-_CONTAINED = ("chmod", "extractall")
-#: the resolved names of the tests that an import can bind in part (``from urllib import
-#: request as r``: ``r.urlopen``)
-_NAMES = tuple(tuple(n.split(".")) for n in (
-    "urllib.request.urlopen", "urllib.request.urlretrieve", "urllib.request.URLopener",
-    "urllib.request.FancyURLopener", "six.moves.urllib.request.urlopen",
-    "six.moves.urllib.request.urlretrieve", "six.moves.urllib.request.URLopener",
-    "six.moves.urllib.request.FancyURLopener", "pandas.read_pickle", "tempfile.mktemp",
-    "telnetlib.Telnet", "ftplib.FTP", "torch.serialization.load", "logging.config.listen",
-    "shelve.DbfilenameShelf", "jsonpickle.unpickler.Unpickler", "pickle.Unpickler",
-    "dill.Unpickler", "os.system", "os.popen", "os.startfile", "subprocess.Popen"))
-_TMP = re.compile(r"tmp|shm|\\[xuUN0-7\r\n]")
-#: B108: a string (or an f-string's text after a brace) that is a start of a temporary folder,
-#: to be continued by the next string literal
-_TMP_START = re.compile(r"[\"'}]/(?:t|tm|v|va|var|var/|var/t|var/tm|d|de|dev|dev/|dev/s|dev/sh)?"
-                        r"[\"']")
+# What the tests need is read from the installed bandit (auditor.scan.banditwords); None: bandit
+# reads every file whole
+def _triggers() -> Triggers | None:
+    return triggers()
 
 
 def digest() -> str:
-    """A digest of the code that makes the views (part of the scan cache's key)."""
-    return _DIGEST
+    """A digest of the code that makes the views and of the installed bandit's sources they read
+    (part of the scan cache's key; bandit is not imported for it)."""
+    return _DIGEST + ":" + _bandit_sources()[:16]
 
 
-def _named(name: str) -> bool:
+@lru_cache(maxsize=1)
+def _bandit_sources() -> str:
+    from auditor.scan.banditwords import source_digest
+
+    return source_digest()
+
+
+def _named(name: str, t: Triggers) -> bool:
     """Whether a call through a name bound to ``name`` (an import's) may resolve to one a test
-    needs without any of :data:`_WORDS` written in the call."""
+    needs without any of the words written in the call."""
     parts = tuple(name.split("."))
-    return (not _WORDS.isdisjoint(parts) or any(c in parts[-1] for c in _CONTAINED)
-            or any(n[:len(parts)] == parts for n in _NAMES))
+    return (not t.words.isdisjoint(parts) or any(c in parts[-1] for c in t.contained)
+            or any(n[:len(parts)] == parts for n in t.names))
 
 
-def _bound_by_triggering_imports(imports: Iterable[ast.Import | ast.ImportFrom]) -> set[str]:
+def _bound_by_triggering_imports(imports: Iterable[ast.Import | ast.ImportFrom],
+                                 t: Triggers) -> set[str]:
     """The names bound by imports of a name a test needs (bandit resolves them to it)."""
     words: set[str] = set()
     for node in imports:
@@ -101,7 +89,7 @@ def _bound_by_triggering_imports(imports: Iterable[ast.Import | ast.ImportFrom])
             full = f"{module}.{alias.name}" if module else alias.name
             # bandit aliases ``import a as b`` and ``from m import a [as b]``, not ``import a``
             bound = alias.asname or (alias.name if module else None)
-            if bound is not None and _named(full):
+            if bound is not None and _named(full, t):
                 words.add(bound)
     return words
 
@@ -125,37 +113,48 @@ def _imports(tree: ast.Module,
         yield from slicing.import_statements(f, lines)
 
 
-def _may_match(text: str, words: frozenset[str]) -> bool:
-    if _TMP.search(text) or ("/" in text and _TMP_START.search(text)):
+def _may_match(text: str, words: frozenset[str], t: Triggers) -> bool:
+    if _tmp_re(t).search(text) or ("/" in text and _tmp_start_re(t).search(text)):
         return True
     if not text.isascii():  # Python reads an identifier in its NFKC form (strings stay raw)
         text = unicodedata.normalize("NFKC", text)
     if not words.isdisjoint(prefilter.identifiers(text)):
         return True
-    return any(c in text for c in _CONTAINED)
+    return any(c in text for c in t.contained)
+
+
+@lru_cache(maxsize=4)
+def _tmp_re(t: Triggers) -> re.Pattern[str]:
+    return t.tmp_re
+
+
+@lru_cache(maxsize=4)
+def _tmp_start_re(t: Triggers) -> re.Pattern[str]:
+    return t.tmp_start_re
 
 
 def bandit_view(text: str) -> str | None:
     """``text`` with the function bodies no test can match left out, or None when bandit is to
     read the file whole (see the module docstring)."""
-    tree = slicing.parse_sliceable(text)
-    if tree is None:
+    t = _triggers()
+    tree = slicing.parse_sliceable(text) if t is not None else None
+    if tree is None or t is None:
         return None
     functions = list(slicing.outer_functions(tree.body))
     if not functions:
         return None
     lines = text.split("\n")
     imports = list(_imports(tree, functions, lines))
-    words = _WORDS
+    words = t.words
     if not _imported_exactly(imports) & {"torch", "yaml"}:
         # B614 and B506 need ``import torch`` or ``import yaml`` in the file; a name an import
         # binds stays a word whatever it is (``from pickle import load``: B301)
         words -= {"load"}
-    words |= _bound_by_triggering_imports(imports)
+    words |= _bound_by_triggering_imports(imports, t)
 
     def keep(f: slicing.Function) -> bool:
         a, b = slicing.span(f)
-        return _may_match("\n".join(lines[a - 1:b]), words)
+        return _may_match("\n".join(lines[a - 1:b]), words, t)
 
     # not parsed again: leaving bodies out of a file that parses gives one that parses (see
     # auditor.scan.taintviews); a view that did not would be bandit's syntax error, the file
@@ -170,28 +169,40 @@ def nothing_to_match(text: str) -> bool:
     name a test needs has one of them written, in the call or in the import that binds it), it
     has no bidirectional control character (B613) or odd line break, and it compiles (one that
     does not is bandit's syntax error, and is given to bandit to say so)."""
-    return (not _may_match(text, _WORDS) and not slicing.odd_characters(text)
-            and slicing.compiles(text))
+    t = _triggers()
+    return (t is not None and not _may_match(text, t.words, t)
+            and not slicing.odd_characters(text) and slicing.compiles(text))
 
 
-def rewrite(root: Path, rels: Iterable[str]) -> list[str]:
-    """Replace each file ``root/rel`` (UTF-8) by its view, each at once (a rename); returns the
-    files no test can match in (:func:`nothing_to_match`), left as they are. A file left whole
-    is read whole: the results are the same either way."""
-    nothing: list[str] = []
+#: how bandit reads a file (:func:`reading_of`): not at all, its view, or whole
+NOTHING, VIEW, WHOLE = "N", "V", "W"
+
+
+def reading_of(raw: bytes) -> tuple[str, str | None]:
+    """How bandit reads the staged bytes ``raw`` (a reducer of the scan plan,
+    :mod:`auditor.scan.plan`): :data:`NOTHING` (no test can match: not given to bandit),
+    :data:`VIEW` with the view's text, or :data:`WHOLE`."""
+    if not _reads_as_utf8(raw):
+        return WHOLE, None  # bandit would read other text than the view was made from
+    text = raw.decode("utf-8")
+    if nothing_to_match(text):
+        return NOTHING, None
+    view = bandit_view(text)
+    return (WHOLE, None) if view is None else (VIEW, view)
+
+
+def rewrite(root: Path, rels: Iterable[str]) -> dict[str, str]:
+    """Replace each file ``root/rel`` (UTF-8) by its view, each at once (a rename); returns how
+    each is read (:func:`reading_of`; a file no test can match in is left as it is). A file left
+    whole is read whole: the results are the same either way."""
+    out: dict[str, str] = {}
     for rel in rels:
         path = root / rel
-        raw = path.read_bytes()
-        if not _reads_as_utf8(raw):
-            continue  # bandit would read other text than the view was made from
-        text = raw.decode("utf-8")
-        if nothing_to_match(text):
-            nothing.append(rel)
-            continue
-        view = bandit_view(text)
+        how, view = reading_of(path.read_bytes())
+        out[rel] = how
         if view is not None:
             atomic_write_bytes(path, view.encode("utf-8"))
-    return nothing
+    return out
 
 
 def _reads_as_utf8(raw: bytes) -> bool:
@@ -206,14 +217,15 @@ def _reads_as_utf8(raw: bytes) -> bool:
 
 def main(argv: list[str]) -> int:
     """``python -P -m auditor.scan.banditviews ROOT`` with the staged paths on standard input,
-    NUL-separated; writes the paths no test can match in (:func:`nothing_to_match`), each ended
-    by a NUL, to standard output. The bandit scanner runs this beside its own thread, so that the views' parsing
-    does not hold the scan's interpreter lock while semgrep's staging needs it."""
+    NUL-separated; writes each path's reading (:func:`reading_of`) and the path, each ended by a
+    NUL, to standard output (``N:a.py\\0V:b.py\\0W:c.py\\0``). The bandit scanner runs this
+    beside its own thread, so that the views' parsing does not hold the scan's interpreter lock
+    while semgrep's staging needs it."""
     if len(argv) != 1:
         print("usage: python -m auditor.scan.banditviews ROOT < paths", file=sys.stderr)
         return 2
-    nothing = rewrite(Path(argv[0]), [rel for rel in sys.stdin.read().split("\0") if rel])
-    sys.stdout.write("".join(f"{rel}\0" for rel in nothing))
+    got = rewrite(Path(argv[0]), [rel for rel in sys.stdin.read().split("\0") if rel])
+    sys.stdout.write("".join(f"{how}:{rel}\0" for rel, how in got.items()))
     return 0
 
 

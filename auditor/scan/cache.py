@@ -1,7 +1,10 @@
 """The scan result cache: raw per-file results in a folder of small JSON files.
 
 An entry is keyed by (path, file content sha256, scanner name, scanner version, scanner options
-digest); the options digest covers the rule-set hash. Entries hold raw findings only (no snippet,
+digest, :func:`code_digest`); the options digest covers the rule-set hash, the code digest every
+module of auditor that can change a scanner's answer (all of ``auditor/scan``: the plan and its
+reducers, gating, staging, the output parsers ...; the text, line and subprocess helpers they
+use) and auditor's own version, so a fixed bug never keeps serving the old answer. Entries hold raw findings only (no snippet,
 commit or action), so attribution and policy always run fresh. Writes are atomic (a temporary file
 renamed into place); an unreadable or malformed entry is a miss, never an error.
 """
@@ -11,8 +14,10 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
+import auditor
 from auditor.fsutil import JsonStore
 from auditor.scan.interface import FileError, RawFinding
 
@@ -25,8 +30,36 @@ class CacheEntry:
     error: FileError | None = None
 
 
+_PACKAGE = Path(auditor.__file__).resolve().parent
+#: the modules outside auditor/scan whose code a scanner's answer goes through
+_HELPERS = ("textsafe.py", "redaction.py", "lines.py", "model.py", "gitio.py", "subproc.py",
+            "fsutil.py")
+
+
+def covered_files() -> tuple[Path, ...]:
+    """The source files :func:`code_digest` covers, in a stable order."""
+    scan = sorted(p for p in (_PACKAGE / "scan").rglob("*.py"))
+    return (*scan, *(_PACKAGE / name for name in _HELPERS if (_PACKAGE / name).is_file()))
+
+
+def digest_of(version: str, files: tuple[Path, ...]) -> str:
+    """A digest of auditor's ``version`` and the bytes of ``files`` (by their package path)."""
+    h = hashlib.sha256(json.dumps(["auditor", version]).encode())
+    for path in files:
+        rel = path.relative_to(_PACKAGE).as_posix().encode()
+        data = path.read_bytes()
+        h.update(len(rel).to_bytes(8, "big") + rel + len(data).to_bytes(8, "big") + data)
+    return h.hexdigest()
+
+
+@lru_cache(maxsize=1)
+def code_digest() -> str:
+    """:func:`digest_of` auditor's version and :func:`covered_files` (read once per process)."""
+    return digest_of(auditor.__version__, covered_files())
+
+
 def cache_key(path: str, sha256: str, scanner: str, version: str, options: str) -> str:
-    raw = json.dumps([CACHE_SCHEMA, path, sha256, scanner, version, options])
+    raw = json.dumps([CACHE_SCHEMA, code_digest(), path, sha256, scanner, version, options])
     return hashlib.sha256(raw.encode()).hexdigest()
 
 

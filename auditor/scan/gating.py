@@ -1,9 +1,11 @@
-"""Which staged files each semgrep rule reads: prefilter gates, folders, and taint views.
+"""The staged runner's layout of a scan plan: folders and ``paths: include`` for semgrep.
 
-Semgrep is given copies of the targets (:mod:`auditor.scan.staging`). Here they are laid out so
-that a rule with a prefilter (:mod:`auditor.scan.prefilter`) reads only what it can match:
+Which rule reads which target, and how, is the scan plan's (:mod:`auditor.scan.plan`; the
+prefilters and taint views are its reducers). Semgrep is given copies of the targets
+(:mod:`auditor.scan.staging`), laid out here so that a rule with a prefilter
+(:mod:`auditor.scan.prefilter`) reads only what the plan gives it:
 
-- ``g<mask>/``: a file as it is, in one folder per set of prefiltered rules that admit it
+- ``g<mask>/``: a file as it is, in one folder per set of prefiltered rules that read it whole
   (``mask`` has bit i for the i-th such rule, in rule id order), so a gated rule names a few
   folders in its ``paths: include`` instead of hundreds of files;
 - ``v<mask>/``: a taint rule's *view* of a Python file (:mod:`auditor.scan.taintviews`): the
@@ -17,7 +19,6 @@ are the file's.
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -26,11 +27,10 @@ from typing import Any
 
 from auditor.scan.files import FAMILIES, canonical_language
 from auditor.scan.interface import ScanTarget
-from auditor.scan.pool import map_in_processes
-from auditor.scan.prefilter import Prefilter, include_cover, signature
+from auditor.scan.plan import How, ScanPlan, by_prefilter, by_taint_views, semgrep_plan
+from auditor.scan.prefilter import include_cover
 from auditor.scan.rules import RuleMeta
 from auditor.scan.staging import stage
-from auditor.scan.taintviews import View, taint_views
 
 # path patterns semgrep's own front end matches against every target (in Python): beyond this
 # many across all rules, the rules that admit the most files run ungated instead
@@ -58,32 +58,25 @@ def prefiltered(meta: Mapping[str, RuleMeta]) -> list[RuleMeta]:
     return [m for _, m in sorted(meta.items()) if m.prefilter]
 
 
-def stage_by_gates(files: Sequence[ScanTarget], root: Path, transform: Callable[[ScanTarget], str],
-                   meta: Mapping[str, RuleMeta], *, views: bool = True) -> Staging:
-    """Stage ``files`` below ``root`` as the module docstring lays out (no ``v`` folders when
-    ``views`` is false)."""
+def stage_plan(files: Sequence[ScanTarget], root: Path, transform: Callable[[ScanTarget], str],
+               meta: Mapping[str, RuleMeta], plan: ScanPlan) -> Staging:
+    """Stage ``files`` below ``root`` as ``plan`` says (the module docstring's layout): a file in
+    the ``g`` folder of the prefiltered rules that read it whole, each view in the ``v`` folder
+    of the rules that read that text."""
     rules = prefiltered(meta)
-    pfs = [Prefilter(m.prefilter, m.sink_group) for m in rules]
-    taint = [i for i, m in enumerate(rules) if m.taint]
-    masks = [signature(t.text, pfs) if pfs else 0 for t in files]
-    theirs = [[i for i in taint if mask >> i & 1] if views and t.family == "python" else []
-              for t, mask in zip(files, masks, strict=True)]
-    # the taint views, on every core when there are many (semgrep has not started yet)
-    asked = [(t.text, tuple(pfs[i] for i in mine))
-             for t, mine in zip(files, theirs, strict=True) if mine]
-    answers = iter(map_in_processes(_views, asked, workers=os.cpu_count() or 1,
-                                    given=lambda job: job, work=lambda job: len(job[0])))
     groups: dict[str, list[ScanTarget]] = {}
     view_count = 0
-    for t, mask, mine in zip(files, masks, theirs, strict=True):
+    for t in files:
+        mask = 0
         by_text: dict[str, int] = {}
-        for i, view in zip(mine, next(answers) if mine else [], strict=True):
-            if view is None:
+        for i, m in enumerate(rules):
+            r = plan.reading(t.key, m.id)
+            if r is None or r.how is How.SKIPPED:
                 continue
-            mask &= ~(1 << i)
-            if view.text is None:
-                continue  # rule i can match nowhere in the file
-            by_text[view.text] = by_text.get(view.text, 0) | 1 << i
+            if r.how is How.VIEW and r.text is not None:
+                by_text[r.text] = by_text.get(r.text, 0) | 1 << i
+            else:
+                mask |= 1 << i
         groups.setdefault(f"g{mask}", []).append(t)
         for text, bits in by_text.items():
             groups.setdefault(f"v{bits}", []).append(replace(t, text=text))
@@ -99,9 +92,18 @@ def stage_by_gates(files: Sequence[ScanTarget], root: Path, transform: Callable[
     return Staging(out, readers, view_count)
 
 
-def _views(job: tuple[str, tuple[Prefilter, ...]]) -> list[View | None]:
-    """:func:`~auditor.scan.taintviews.taint_views` of one file (a process pool's work)."""
-    return taint_views(*job)
+def staged_plan(files: Sequence[ScanTarget], meta: Mapping[str, RuleMeta], *,
+                views: bool = True) -> ScanPlan:
+    """The staged runner's plan: plain semgrep's, less what the prefilters and (with ``views``)
+    the taint views leave out (:mod:`auditor.scan.plan`)."""
+    plan = by_prefilter(semgrep_plan(files, meta), files, meta)
+    return by_taint_views(plan, files, meta) if views else plan
+
+
+def stage_by_gates(files: Sequence[ScanTarget], root: Path, transform: Callable[[ScanTarget], str],
+                   meta: Mapping[str, RuleMeta], *, views: bool = True) -> Staging:
+    """:func:`stage_plan` of :func:`staged_plan` (no ``v`` folders when ``views`` is false)."""
+    return stage_plan(files, root, transform, meta, staged_plan(files, meta, views=views))
 
 
 def gated_rules(doc: Mapping[str, Any], meta: Mapping[str, RuleMeta],
@@ -150,6 +152,23 @@ def gated_rules(doc: Mapping[str, Any], meta: Mapping[str, RuleMeta],
     if exclude:
         rules = [raw if i in written else _excluding(raw, exclude) for i, raw in enumerate(rules)]
     return {**doc, "rules": rules}
+
+
+def ungated(doc: Mapping[str, Any], gated: Mapping[str, Any],
+            meta: Mapping[str, RuleMeta]) -> set[str]:
+    """The prefiltered rules of ``doc`` that :func:`gated_rules` (which gave ``gated``) left to
+    read every file of their languages whole: written without ``paths: include`` of its own."""
+    before = {r.get("id"): r for r in doc.get("rules") or [] if isinstance(r, dict)}
+    out: set[str] = set()
+    for raw in gated.get("rules") or []:
+        rid = raw.get("id") if isinstance(raw, dict) else None
+        m = meta.get(rid) if isinstance(rid, str) else None
+        if m is None or not m.prefilter:
+            continue
+        paths = raw.get("paths")
+        if "paths" in before.get(rid, {}) or not (isinstance(paths, dict) and "include" in paths):
+            out.add(m.id)
+    return out
 
 
 def _excluding(raw: Any, exclude: list[str]) -> Any:

@@ -13,9 +13,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from auditor.model import Category, Severity
+
+if TYPE_CHECKING:
+    from auditor.scan.plan import ScanPlan
 
 
 class Origin(StrEnum):
@@ -104,6 +107,8 @@ class ScannerRun:
 
     findings: Mapping[str, tuple[RawFinding, ...]]  # target key -> findings
     errors: Mapping[str, FileError]  # target key -> why it was not checked
+    # how each target was read, rule by rule (None: whole, by every check the scanner runs)
+    plan: ScanPlan | None = field(default=None, compare=False)
 
 
 class Scanner(ABC):
@@ -134,6 +139,14 @@ class Scanner(ABC):
         ``semgrep:bash(derived)``, or None when it only runs language-blind checks on it (those
         do not count as covering the file; see auditor.scan.coverage)."""
         return None
+
+    def plan(self, files: Sequence[ScanTarget]) -> ScanPlan:
+        """How this scanner reads each of ``files`` (:mod:`auditor.scan.plan`); by default every
+        check reads every file whole. A scanner with shortcuts overrides it, and :meth:`scan`
+        runs its own plan."""
+        from auditor.scan.plan import whole_plan
+
+        return whole_plan(self.name, files)
 
     @abstractmethod
     def scan(self, files: Sequence[ScanTarget], workdir: Path) -> ScannerRun:

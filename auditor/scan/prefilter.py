@@ -6,8 +6,9 @@ that must then be written somewhere in the file: semgrep resolves ``import x as 
 ``from x import f`` aliases, but the import itself still spells the name. Semgrep's own literal
 prefilter does not help these rules (a pattern like ``$LOG.$LVL(...)`` has no literal, and it
 looks for substrings: ``read`` is in ``thread``), so a rule may list in ``metadata.prefilter``
-what a file must contain, and :func:`admits` keeps the files that do. Files it leaves out could
-not have matched; they are still scanned by every other rule.
+what a file must contain, and :meth:`Prefilter.admits` keeps the files that do. Files it leaves
+out could not have matched; they are still scanned by every other rule (in the scan plan,
+:mod:`auditor.scan.plan`, the rule's reading of them is "skipped: prefilter words absent").
 
 ``metadata.prefilter`` is a list of groups; a file passes when it has, for every group, at least
 one of the group's items:
@@ -178,12 +179,6 @@ def parse_groups(raw: object) -> tuple[tuple[str, ...], ...] | None:
             return None
         groups.append(tuple(group))
     return tuple(groups)
-
-
-def admits(groups: Sequence[Sequence[str]], texts: Iterable[tuple[str, str]]) -> list[str]:
-    """The names of the (name, text) pairs that pass ``groups``."""
-    pf = Prefilter(tuple(tuple(g) for g in groups))
-    return [name for name, text in texts if pf.admits(text)]
 
 
 def signature(text: str, prefilters: Sequence[Prefilter]) -> int:

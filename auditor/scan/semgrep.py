@@ -16,6 +16,7 @@ import json
 import posixpath
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,7 @@ from auditor.model import Category, Severity
 from auditor.scan import pyshim, taintviews
 from auditor.scan import rules as rules_mod
 from auditor.scan.files import FAMILIES, canonical_language
-from auditor.scan.gating import gated_rules, stage_by_gates
+from auditor.scan.gating import gated_rules, stage_plan, staged_plan, ungated
 from auditor.scan.interface import (
     FileError,
     RawFinding,
@@ -34,6 +35,7 @@ from auditor.scan.interface import (
     ScanTarget,
     all_failed,
 )
+from auditor.scan.plan import ScanPlan, semgrep_plan, widened
 from auditor.scan.staging import shares
 from auditor.scan.tools import ExternalTool, sealed_env
 from auditor.textsafe import redact
@@ -82,6 +84,10 @@ class SemgrepScanner(ExternalTool, Scanner):
                                          if {canonical_language(x) for x in m.languages}
                                          & {"generic", "regex"}
                                          for g in m.paths_include}))
+        # a language-blind rule with no ``paths``: it reads every file
+        self._blind_everywhere = any(
+            {canonical_language(x) for x in m.languages} & {"generic", "regex"}
+            and not m.paths_include for m in self.meta.values())
         self.timeout = timeout
         self.jobs = max(1, jobs)  # semgrep's --jobs, in each process
         # semgrep processes side by side over a share of the files each, when there is enough
@@ -104,11 +110,14 @@ class SemgrepScanner(ExternalTool, Scanner):
         return f"py-shim={pyshim.digest()}{views}"
 
     def accepts(self, target: ScanTarget) -> bool:
-        if self.languages & {"generic", "regex"}:
+        """Whether some rule reads ``target`` in plain semgrep's plan (its language, or a
+        language-blind rule without ``paths`` or whose ``paths: include`` names it): semgrep
+        leaves a file no rule reads out of ``paths.scanned``, which would be "not checked"."""
+        if target.family is not None and FAMILIES[target.family][0] & self.languages:
             return True
-        if target.family is None:
-            return False
-        return bool(FAMILIES[target.family][0] & self.languages)
+        from auditor.scan.coverage import aimed_at
+
+        return self._blind_everywhere or aimed_at(target.path, self.aimed_globs)
 
     def coverage(self, target: ScanTarget) -> str | None:
         """``semgrep:<family>`` when rules parse the target's language (``(cuda shim)``,
@@ -136,21 +145,32 @@ class SemgrepScanner(ExternalTool, Scanner):
             return pyshim.semgrep_python(target.text)
         return target.text
 
+    def plan(self, files: Sequence[ScanTarget]) -> ScanPlan:
+        """Each rule's reading of each target (:mod:`auditor.scan.plan`): plain semgrep's, less
+        what the prefilters and the taint views leave out; every rule reads whole when the rules
+        cannot be given as one JSON document (then they are not gated)."""
+        if rules_mod.combined_rules_json(self.rules_dir) is None:
+            return semgrep_plan(files, self.meta, self.name)
+        return staged_plan(files, self.meta, views=self.views)
+
     def scan(self, files: Sequence[ScanTarget], workdir: Path) -> ScannerRun:
         if not files:
             return ScannerRun(findings={}, errors={})
         root = workdir / "semgrep"
         # the rules as one JSON file when that is exact (semgrep loads it ~2 s faster than the
         # folder of YAML files; see auditor.scan.rules.combined_rules_json), each prefiltered rule
-        # limited to the copies it can match (auditor.scan.gating); else the folder, ungated
+        # limited to the copies the plan gives it (auditor.scan.gating); else the folder, ungated
         combined = rules_mod.combined_rules_json(self.rules_dir)
-        staging = stage_by_gates(files, root / "t", self._transform, self.meta,
-                                 views=self.views and combined is not None)
+        plan = self.plan(files)
+        staging = stage_plan(files, root / "t", self._transform, self.meta, plan)
         config = self.rules_dir
         if combined is not None:
             config = root / "rules.json"
-            config.write_text(json.dumps(gated_rules(json.loads(combined), self.meta, staging),
-                                         ensure_ascii=False, allow_nan=False), encoding="utf-8")
+            doc = json.loads(combined)
+            gated = gated_rules(doc, self.meta, staging)
+            plan = widened(plan, ungated(doc, gated, self.meta), "ungated")
+            config.write_text(json.dumps(gated, ensure_ascii=False, allow_nan=False),
+                              encoding="utf-8")
         staged = staging.files
         groups = shares(list(staged), root / "t", self.processes)
         if self.cli == "osemgrep":
@@ -171,11 +191,11 @@ class SemgrepScanner(ExternalTool, Scanner):
                     lambda n_g: self._run_one(config, root, n_g[1], {r: staged[r] for r in n_g[1]},
                                               home=root / f"home{n_g[0]}"),
                     enumerate(groups)))
-            return _merged(runs)
+            return _with_plan(_merged(runs), plan)
         targets = sorted(staged)
         if sum(len(t) + 1 for t in targets) > _ARGV_BUDGET:
             targets = sorted({t.split("/", 1)[0] for t in staged})
-        return self._run_one(config, root, targets, staged, home=root / "home")
+        return _with_plan(self._run_one(config, root, targets, staged, home=root / "home"), plan)
 
     def _run_one(self, config: Path, root: Path, targets: Sequence[str],
                  staged: Mapping[str, ScanTarget], *, home: Path) -> ScannerRun:
@@ -261,6 +281,10 @@ class SemgrepScanner(ExternalTool, Scanner):
         message = " ".join(str(extra.get("message") or (meta.message if meta else rule)).split())
         return RawFinding(rule=rule, category=category, severity=severity, line=line,
                           end_line=max(line, end), message=redact(message)[:500], help=help_text)
+
+
+def _with_plan(run: ScannerRun, plan: ScanPlan) -> ScannerRun:
+    return replace(run, plan=plan)
 
 
 def _merged(runs: Sequence[ScannerRun]) -> ScannerRun:

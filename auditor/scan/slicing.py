@@ -67,7 +67,6 @@ _ODD_BREAK = re.compile("\r(?!\n)|[\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
 _BIDI = re.compile("[\u202a-\u202e\u2066-\u2069\u200f]")
 FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 Function = ast.FunctionDef | ast.AsyncFunctionDef
-_SOURCE_DIGEST = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]
 _SCOPE_WORDS = re.compile(r"\b(?:global|nonlocal)\b")
 _IMPORT_WORD = re.compile(r"\bimport\b")
 _COMPOUND_FIELDS = ("body", "orelse", "finalbody", "handlers", "cases")
@@ -140,7 +139,9 @@ class SliceCache:
         return [self.settings, self.upstream[path], list(h.blobs.get(path, ()))]
 
     def _key(self, t: ScanTarget) -> str:
-        raw = json.dumps([SLICE_CACHE_SCHEMA, _SOURCE_DIGEST, self._blame_key(t.path), t.path,
+        from auditor.scan.cache import code_digest
+
+        raw = json.dumps([SLICE_CACHE_SCHEMA, code_digest(), self._blame_key(t.path), t.path,
                           t.sha256])
         return hashlib.sha256(raw.encode()).hexdigest()
 

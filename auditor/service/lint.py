@@ -651,7 +651,3 @@ def lint_unit(unit: UnitFile, profile: EngineProfile) -> list[Finding]:
     for step in steps:
         step()
     return linter.findings
-
-
-def iter_rules() -> Iterator[Rule]:
-    yield from RULES

@@ -197,8 +197,10 @@ def test_files_no_test_can_match_in_are_not_given_to_bandit(tmp_path: Path) -> N
     for rel, text in files.items():
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / rel).write_text(text, encoding="utf-8")
-    quiet = BanditScanner()._rewrite_as_views(tmp_path, sorted(files))
-    assert quiet == {"a/quiet.py", "b/pad.py"}  # latin.py: bandit reads another text
+    how = BanditScanner()._rewrite_as_views(tmp_path, sorted(files))
+    assert {rel for rel, h in how.items() if h == "N"} == {"a/quiet.py", "b/pad.py"}
+    assert how["b/latin.py"] == "W"  # bandit reads another text
+    assert how["a/hostile.py"] in ("V", "W") and set(how) == set(files)
     assert (tmp_path / "b/pad.py").read_text(encoding="utf-8") == PAD  # left as it is
 
 

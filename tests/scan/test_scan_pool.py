@@ -55,7 +55,8 @@ def test_the_views_work_can_be_sent_to_another_process() -> None:
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
-    from auditor.scan.gating import _views, prefiltered
+    from auditor.scan.gating import prefiltered
+    from auditor.scan.plan import _views
     from auditor.scan.prefilter import Prefilter
 
     pfs = tuple(Prefilter(m.prefilter, m.sink_group)

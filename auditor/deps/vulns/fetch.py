@@ -24,15 +24,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from auditor.deps.vulns.osv import MAX_RECORD_BYTES, MAX_TOTAL_BYTES, load_snapshot
+from auditor.deps.vulns.osv import (
+    MAX_RECORD_BYTES,
+    MAX_TOTAL_BYTES,
+    SIDECAR_SUFFIX,  # noqa: F401 - kept importable from here
+    load_snapshot,
+    sidecar_path,
+    sidecar_problem,  # noqa: F401 - kept importable from here
+)
 from auditor.errors import InputError, ToolError
-from auditor.fsutil import sha256_file
 from auditor.zipsafety import UnsafeZip, ZipLimits, check_members, show
 
 OSV_BUCKET = "https://osv-vulnerabilities.storage.googleapis.com"
 MAX_DOWNLOAD_BYTES = 2 * 1024**3
 MAX_MEMBERS = 2_000_000
-SIDECAR_SUFFIX = ".meta.json"
 _LIMITS = ZipLimits(members=MAX_MEMBERS, member_bytes=MAX_RECORD_BYTES,
                     total_bytes=MAX_TOTAL_BYTES)
 
@@ -43,10 +48,6 @@ class FetchError(ToolError):
 
 def archive_url(ecosystem: str) -> str:
     return f"{OSV_BUCKET}/{ecosystem}/all.zip"
-
-
-def sidecar_path(out: Path) -> Path:
-    return out.with_name(out.name + SIDECAR_SUFFIX)
 
 
 @dataclass(frozen=True)
@@ -138,19 +139,3 @@ def fetch_osv(out: Path, *, ecosystem: str = "PyPI", url: str | None = None,
     side = sidecar_path(out)
     side.write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
     return FetchResult(out, side, meta)
-
-
-def sidecar_problem(path: Path) -> str | None:
-    """For ``osv:<zip>`` with a sidecar: a line when the zip is not the file that was fetched."""
-    side = sidecar_path(path)
-    if not path.is_file() or not side.is_file():
-        return None
-    try:
-        meta = json.loads(side.read_text(encoding="utf-8"))
-        want = str(meta["sha256"])
-    except (OSError, ValueError, KeyError, TypeError):
-        return f"OSV snapshot {path}: its sidecar {side.name} cannot be read: not checked"
-    if sha256_file(path) != want:
-        return (f"OSV snapshot {path}: sha256 differs from the one recorded when it was fetched "
-                f"({side.name}): altered or replaced, not used")
-    return None
