@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -87,16 +88,26 @@ def build(case: Path, work: Path) -> dict[str, object]:
     tree.mkdir()
     with tarfile.open(bundle) as tar:
         tar.extractall(tree, filter="data")
+    return shape_of(work)
+
+
+def shape_of(work: Path) -> dict[str, object]:
+    repo = work / "repo"
     commits = git(repo, "rev-list", "--count", "v2..fork")
     merges = git(repo, "rev-list", "--merges", "--count", "v2..fork")
     stat = git(repo, "diff", "--shortstat", "v2", "fork")
     return {"commits": int(commits), "merges": int(merges), "stat": stat}
 
 
-def timed(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, int]:
+def timed(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, float]:
+    """(wall seconds, CPU seconds of the command and its children): CPU time holds when the
+    machine is shared, wall time does not."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    res = subprocess.run(cmd, capture_output=True, env=env)
-    return time.perf_counter() - start, res.returncode
+    subprocess.run(cmd, capture_output=True, env=env)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 def main() -> None:
@@ -104,35 +115,47 @@ def main() -> None:
     ap.add_argument("--case", type=Path, default=HERE / "work" / "real-bench")
     ap.add_argument("--work", type=Path, default=HERE / "work" / "merge-fork")
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--reuse", action="store_true",
+                    help="keep the fork WORK already holds (its shape is read again)")
+    ap.add_argument("--build-only", action="store_true", help="make the fork, measure nothing")
     args = ap.parse_args()
     if not (args.case / "repo").is_dir():
         raise SystemExit(f"{args.case}: no case; run benchmarks/real_bench_case.py first")
-    shape = build(args.case.resolve(), args.work.resolve())
     work = args.work.resolve()
-    audits, bandits = [], []
+    shape = shape_of(work) if args.reuse and (work / "audit.toml").is_file() else \
+        build(args.case.resolve(), work)
+    if args.build_only:
+        print(shape)
+        return
+    audits: list[tuple[float, float]] = []
+    bandits: list[tuple[float, float]] = []
     for _ in range(args.runs):
         cache = work / "cache"
         shutil.rmtree(cache, ignore_errors=True)
         shutil.rmtree(work / "out", ignore_errors=True)
-        secs, code = timed([str(BIN / "auditor"), "audit", str(work / "audit.toml"), "--out",
-                            str(work / "out")], env={**os.environ, "AUDITOR_CACHE": str(cache)})
-        audits.append(secs)
+        audits.append(timed([str(BIN / "auditor"), "audit", str(work / "audit.toml"), "--out",
+                             str(work / "out")], env={**os.environ, "AUDITOR_CACHE": str(cache)}))
         bandits.append(timed([str(BIN / "bandit"), "-r", "-q", "-f", "json", "-o",
-                              str(work / "bandit.json"), str(work / "tree")])[0])
+                              str(work / "bandit.json"), str(work / "tree")]))
     doc = json.loads((work / "out" / "audit.json").read_text(encoding="utf-8"))
     verify = doc["stages"]["verify"]
-    a, b = statistics.median(audits), statistics.median(bandits)
+    med = {k: (statistics.median(w for w, _ in v), statistics.median(c for _, c in v))
+           for k, v in (("audit", audits), ("bandit", bandits))}
     print(f"## Merge-based fork, cold audit vs whole-tree bandit ({time.strftime('%Y-%m-%d')})\n")
     print(f"Case: `python benchmarks/merge_fork_bench.py --runs {args.runs}`: a fork of the real "
           f"vLLM Python tree from v1 with {shape['commits']} commits in v2..fork "
-          f"({shape['merges']} merges), net diff {shape['stat']}.\n")
-    print("| what | median s | runs |\n|---|---:|---|")
-    print(f"| `auditor audit` cold (empty cache) | {a:.2f} | "
-          f"{', '.join(f'{x:.2f}' for x in audits)} |")
-    print(f"| `bandit -r` whole tree | {b:.2f} | {', '.join(f'{x:.2f}' for x in bandits)} |")
-    print(f"\nRatio: **{a / b:.3f}×** of whole-tree bandit. Verdict {doc['verdict']}; "
-          f"proof ok: {verify.get('ok')}; series listed {len(verify['series']['listed'])} "
-          f"commit(s), model {verify['series']['model']}.")
+          f"({shape['merges']} merges), net diff {shape['stat']}. Load average at the start: "
+          f"{os.getloadavg()[0]:.1f}.\n")
+    print("| what | median wall s | median CPU s | runs (wall/CPU) |\n|---|---:|---:|---|")
+    for name, key in (("`auditor audit` cold (empty cache)", "audit"),
+                      ("`bandit -r` whole tree", "bandit")):
+        runs = audits if key == "audit" else bandits
+        print(f"| {name} | {med[key][0]:.2f} | {med[key][1]:.2f} | "
+              f"{', '.join(f'{w:.1f}/{c:.1f}' for w, c in runs)} |")
+    print(f"\nRatio: **{med['audit'][0] / med['bandit'][0]:.3f}×** wall, "
+          f"**{med['audit'][1] / med['bandit'][1]:.3f}×** CPU of whole-tree bandit. Verdict "
+          f"{doc['verdict']}; proof ok: {verify.get('ok')}; series listed "
+          f"{len(verify['series']['listed'])} commit(s), model {verify['series']['model']}.")
     if not verify.get("ok"):
         print("proof did not hold:", verify.get("reasons"), file=sys.stderr)
         raise SystemExit(1)
