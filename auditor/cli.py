@@ -23,17 +23,45 @@ unit_app = typer.Typer(no_args_is_help=True, help="Render a hardened systemd uni
 app.add_typer(unit_app, name="unit")
 
 err = stderr_console()
-_state: dict[str, Any] = {"verbose": False}
+_state: dict[str, Any] = {"verbose": False, "cache": None}
+
+
+def _lit(text: str) -> str:
+    """Help text shown as written: typer reads help as rich markup, which would swallow a spec
+    table's name such as ``[scan]``."""
+    from rich.markup import escape
+
+    return escape(text)
+
 
 SpecArg = Annotated[Path, typer.Argument(help="the audit spec (audit.toml)")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="print the stage result as JSON on stdout")]
 OnlineOpt = Annotated[bool, typer.Option("--online", help="allow network access (off by default)")]
+KeyOpt = Annotated[Path | None, typer.Option("--key", metavar="KEY", help=(
+    "sign the provenance, SBOM and verification summary with this private key (default: "
+    "$AUDITOR_SIGNING_KEY, else the spec's attest key)"))]
+CacheOpt = Annotated[Path | None, typer.Option(
+    "--cache", metavar="DIR", file_okay=False, help=_lit(
+        "the cache folder (default: $AUDITOR_CACHE, else [scan] cache, else ~/.cache/auditor)"))]
+
+
+def _show_version(value: bool) -> None:
+    if value:
+        from auditor import __version__
+
+        sys.stdout.write(f"auditor {__version__}\n")
+        raise typer.Exit(0)
 
 
 @app.callback()
 def _main(verbose: Annotated[bool, typer.Option("--verbose", "-v",
-                                                help="show tracebacks")] = False) -> None:
+                                                help="show tracebacks")] = False,
+          cache: CacheOpt = None,
+          version: Annotated[bool, typer.Option("--version", callback=_show_version,
+                                                is_eager=True, help="print auditor's version "
+                                                "and exit")] = False) -> None:
     _state["verbose"] = verbose
+    _state["cache"] = cache
 
 
 def _fail(exc: AuditError) -> NoReturn:
@@ -64,6 +92,9 @@ def _check_output(output: Path | None, what: str = "--output",
 
 
 def _options(**kw: Any) -> Options:
+    """The stage options; ``cache`` given on the command wins over the global ``--cache``."""
+    kw.setdefault("cache", None)
+    kw["cache"] = kw["cache"] or _state["cache"]
     return Options(verbose=_state["verbose"], **{k: v for k, v in kw.items() if v is not None})
 
 
@@ -106,12 +137,12 @@ def _emit_stage(result: StageResult, as_json: bool, options: Options) -> NoRetur
 
 
 @app.command()
-def verify(spec: SpecArg, as_json: JsonOpt = False) -> None:
+def verify(spec: SpecArg, as_json: JsonOpt = False, cache: CacheOpt = None) -> None:
     """The tree-hash proof: bundle == upstream ref + the listed commits."""
-    _stage_command(spec, "verify", _options(), as_json)
+    _stage_command(spec, "verify", _options(cache=cache), as_json)
 
 
-@app.command()
+@app.command(help=_lit("Write the commits file ([patches] commits_file) for a range."))
 def series(
     spec: SpecArg,
     rng: Annotated[str, typer.Option("--range", help="the commits A..B (revisions of the "
@@ -121,7 +152,6 @@ def series(
     output: Annotated[Path | None, typer.Option("-o", "--output", help="the commits file "
                                                 "(default: standard output)")] = None,
 ) -> None:
-    """Write the commits file ([patches] commits_file) for a range."""
     from auditor.outputs import write_output_text
     from auditor.provenance.seriesfile import series_text
 
@@ -143,6 +173,13 @@ def scan(
                                                 "full: the whole tree")] = None,
     as_json: JsonOpt = False,
     sarif: Annotated[Path | None, typer.Option(help="also write SARIF 2.1.0 to FILE")] = None,
+    cache: CacheOpt = None,
+    reference: Annotated[bool, typer.Option(
+        "--reference", help="the plain runner: plain semgrep and bandit over whole files, "
+        "one git blame per file, no cache (the twin every shortcut is tested against)")] = False,
+    explain: Annotated[bool, typer.Option(
+        "--explain", help="say per file which readings ran and why a rule did not read it "
+        "(the readings field of --json)")] = False,
 ) -> None:
     """Static scans of the verified bundle, findings attributed to commits."""
 
@@ -153,24 +190,48 @@ def scan(
             write_stage_sarif(result, sarif)
 
     _check_output(sarif, "--sarif")
-    _stage_command(spec, "scan", _options(scope=scope), as_json, write_sarif)
+    _stage_command(spec, "scan", _options(scope=scope, cache=cache, reference=reference or None,
+                                           explain=explain or None), as_json, write_sarif)
 
 
 @app.command()
-def deps(spec: SpecArg, as_json: JsonOpt = False, online: OnlineOpt = False) -> None:
+def deps(spec: SpecArg, as_json: JsonOpt = False, online: OnlineOpt = False,
+         cache: CacheOpt = None) -> None:
     """Dependency diff and known vulnerabilities (offline OSV snapshot by default)."""
-    _stage_command(spec, "deps", _options(online=online), as_json)
+    _stage_command(spec, "deps", _options(online=online, cache=cache), as_json)
 
 
 @app.command()
 def build(
     spec: SpecArg,
+    recipe: Annotated[Path | None, typer.Argument(
+        help="with `build prepare RECIPE`: the recipe whose toolchain folder to fill")] = None,
     repro: Annotated[bool | None, typer.Option("--repro/--no-repro",
                                                help="build twice and compare")] = None,
     as_json: JsonOpt = False,
     online: OnlineOpt = False,
+    cache: CacheOpt = None,
+    folder: Annotated[Path | None, typer.Option("--dir", metavar="DIR", file_okay=False, help=_lit(
+        "with `build prepare`: the toolchain folder (default: the recipe's [toolchain] dir)"))
+    ] = None,
 ) -> None:
-    """Compile the changed CUDA modules from audited source and overlay the official wheel."""
+    """Compile the changed CUDA modules from audited source and overlay the official wheel.
+    `auditor build prepare RECIPE [--online] [--dir DIR]` fetches (--online) and checks the
+    recipe's pinned toolchain packages."""
+    if str(spec) == "prepare" or recipe is not None or folder is not None:
+        if str(spec) != "prepare" or recipe is None:
+            _fail(InputError("usage: auditor build SPEC, or auditor build prepare RECIPE "
+                             "[--online] [--dir DIR]"))
+        try:
+            from auditor.rebuild.prepare import prepare, render
+            from auditor.rebuild.recipe import load_recipe
+
+            loaded = load_recipe(recipe)
+            text = render(loaded, prepare(loaded, online=online, folder=folder))
+            sys.stdout.write("".join(_escape(line) + "\n" for line in text.splitlines()))
+        except AuditError as exc:
+            _fail(exc)
+        raise typer.Exit(0)
 
     def copy_out(result: StageResult, ctx: Any) -> None:
         from auditor.rebuild.stage import export_build
@@ -179,7 +240,8 @@ def build(
         if wheel is not None:
             err.print(f"wheel: {_escape(str(wheel))}")
 
-    _stage_command(spec, "build", _options(repro=repro, online=online), as_json, copy_out)
+    _stage_command(spec, "build", _options(repro=repro, online=online, cache=cache), as_json,
+                   copy_out)
 
 
 @app.command()
@@ -189,6 +251,7 @@ def sbom(
                                                 "(default sboms/<name>-<version>.cdx.json)")] = None,
     reproducible: Annotated[bool, typer.Option(help="no timestamps or random serials")] = False,
     as_json: JsonOpt = False,
+    cache: CacheOpt = None,
 ) -> None:
     """CycloneDX 1.6 JSON with the fork's pedigree."""
 
@@ -198,24 +261,25 @@ def sbom(
         export_sbom(result, ctx, output)
 
     _check_output(output, sidecars=(provenance_path(output),) if output is not None else ())
-    _stage_command(spec, "sbom", _options(reproducible=reproducible), as_json, copy_out)
+    _stage_command(spec, "sbom", _options(reproducible=reproducible, cache=cache), as_json,
+                   copy_out)
 
 
-@unit_app.command("render")
+@unit_app.command("render", help=_lit(
+    "Write the hardened unit (and an example environment file) for the spec's [service]."))
 def unit_render(
     spec: SpecArg,
     output: Annotated[Path, typer.Option("-o", "--output", help="the unit file to write")],
     as_json: JsonOpt = False,
+    cache: CacheOpt = None,
 ) -> None:
-    """Write the hardened unit (and an example environment file) for the spec's [service]."""
-
     from auditor.service.stage import env_example_path, export_unit
 
     def copy_out(result: StageResult, ctx: Any) -> None:
         export_unit(result, ctx, output)
 
     _check_output(output, sidecars=(env_example_path(output),))
-    _stage_command(spec, "unit", _options(), as_json, copy_out)
+    _stage_command(spec, "unit", _options(cache=cache), as_json, copy_out)
 
 
 @unit_app.command("check")
@@ -239,18 +303,21 @@ def audit(
     spec: SpecArg,
     out: Annotated[Path, typer.Option("--out", help="the audit directory")] = Path("audit-out"),
     online: OnlineOpt = False,
-    scope: Annotated[Scope | None, typer.Option(help="override [scan] scope")] = None,
+    scope: Annotated[Scope | None, typer.Option(help=_lit("override [scan] scope"))] = None,
     reproducible: Annotated[bool, typer.Option(help="no timestamps or random serials")] = False,
     fail_on: Annotated[FailOn, typer.Option(help="review: REVIEW exits 1; block: only FAIL "
                                             "does")] = FailOn.REVIEW,
+    cache: CacheOpt = None,
+    key: KeyOpt = None,
 ) -> None:
     """Every stage; writes the audit directory (reports, SBOM, provenance, unit, wheel)."""
     from auditor.pipeline import audit as run_audit
     from auditor.report.console import print_summary
 
-    options = _options(online=online, scope=scope, reproducible=reproducible, fail_on=fail_on)
+    options = _options(online=online, scope=scope, reproducible=reproducible, fail_on=fail_on,
+                       cache=cache)
     try:
-        result = run_audit(_load(spec), options, out)
+        result = run_audit(_load(spec), options, out, key_file=key)
     except AuditError as exc:
         _fail(exc)
     print_summary(err, result, out)
@@ -265,12 +332,15 @@ def gate(
         "gate-out"),
     fail_on: Annotated[FailOn, typer.Option(help="review or block")] = FailOn.REVIEW,
     as_json: JsonOpt = False,
+    cache: CacheOpt = None,
+    key: KeyOpt = None,
 ) -> None:
     """Decide an engine upgrade against the last approved audit."""
     from auditor.gate import run_gate
 
     try:
-        code = run_gate(_load(spec), baseline, out, _options(fail_on=fail_on), as_json)
+        code = run_gate(_load(spec), baseline, out, _options(fail_on=fail_on, cache=cache),
+                        as_json, key_file=key)
     except AuditError as exc:
         _fail(exc)
     raise typer.Exit(code)
@@ -286,18 +356,25 @@ def report(
                                                 help="write to FILE (default: stdout)")] = None,
     summary: Annotated[Path | None, typer.Option(help="also append the Markdown step summary to "
                                                  "FILE, e.g. $GITHUB_STEP_SUMMARY")] = None,
+    key: Annotated[Path | None, typer.Option("--key", help="the public key to check the signed "
+                                             "companion (vsa.intoto.jsonl) with")] = None,
 ) -> None:
     """Render a saved audit again, in any format (made from audit.json; nothing is re-run)."""
     from auditor.outputs import append_output_text, write_output_text
-    from auditor.report import formatter_for, load_saved
+    from auditor.report import check_signed, formatter_for, load_saved
     from auditor.report.github import step_summary
 
     _check_output(output)
     _check_output(summary, "--summary")
     try:
         saved = load_saved(audit_json)  # read, checked and redacted once for every output
+        signed = check_signed(audit_json, key)
         note = saved.note
         text = formatter_for(fmt).render(saved.audit)
+        if fmt is ReportFormat.GITHUB:  # its last notice names the report.md beside audit.json
+            from auditor.report.github import annotations_text, report_md_beside
+
+            text = annotations_text(saved.audit, report_md_beside(audit_json))
         if summary is not None:
             append_output_text(summary, step_summary(saved.audit), "--summary")
         if output is not None and str(output) != "-":
@@ -309,8 +386,95 @@ def report(
         raise typer.Exit(EXIT_USAGE) from None
     if note is not None:
         err.print(f"[bold red]warning:[/bold red] {_escape(note)}")
+    if signed is not None:
+        err.print(_escape(signed))
     if output is None or str(output) == "-":
         sys.stdout.write(text)
+
+
+@app.command()
+def waive(
+    audit_json: Annotated[Path, typer.Argument(help="an audit.json written by `auditor audit`")],
+    finding: Annotated[list[str], typer.Option("--finding", metavar="FINGERPRINT",
+                                               help="a finding's fingerprint (or a unique prefix "
+                                               "of 8+ characters); repeat for more")],
+    reason: Annotated[str, typer.Option(help="why the finding is accepted")],
+    owner: Annotated[str, typer.Option(help="who answers for the waiver")],
+    expires: Annotated[str, typer.Option(metavar="YYYY-MM-DD", help="the last day it applies")],
+    output: Annotated[Path | None, typer.Option("-o", "--output", help="append to this waivers "
+                                                "file (default: stdout)")] = None,
+) -> None:
+    r"""Write waiver stanzas for findings of a saved audit (the \[scan] waivers file's format)."""
+    from auditor.waive import WaiverRequest, parse_expires
+    from auditor.waive import waive as write_waivers
+
+    _check_output(output, "-o")
+    try:
+        req = WaiverRequest(fingerprints=tuple(finding), reason=reason, owner=owner,
+                            expires=parse_expires(expires))
+        text = write_waivers(audit_json, req, output)
+    except AuditError as exc:
+        _fail(exc)
+    if output is None or str(output) == "-":
+        sys.stdout.write(text)
+    else:
+        err.print(f"waiver stanza(s) appended to {_escape(str(output))}")
+
+
+keys_app = typer.Typer(no_args_is_help=True, help="Local signing keys (offline).")
+app.add_typer(keys_app, name="keys")
+attest_app = typer.Typer(no_args_is_help=True, help="Signed attestations (DSSE envelopes).")
+app.add_typer(attest_app, name="attest")
+
+
+@keys_app.command("generate")
+def keys_generate(
+    out: Annotated[Path, typer.Option("--out", help="the folder for audit.key (0600) and "
+                                      "audit.pub")],
+    algorithm: Annotated[str, typer.Option(help="ed25519 or ecdsa-p256")] = "ed25519",
+) -> None:
+    """Make a signing key pair: audit.key (private, mode 0600) and audit.pub."""
+    from auditor.attest.keys import Algorithm, generate
+
+    try:
+        try:
+            chosen = Algorithm(algorithm)
+        except ValueError:
+            raise InputError(f"--algorithm {algorithm!r}: expected ed25519 or "
+                             "ecdsa-p256") from None
+        made = generate(out, chosen)
+    except AuditError as exc:
+        _fail(exc)
+    err.print(f"{made.algorithm.value} key {made.keyid}\n  private: {_escape(str(made.private))}"
+              f" (0600; keep it secret)\n  public:  {_escape(str(made.public))}")
+
+
+@attest_app.command("verify")
+def attest_verify(
+    file: Annotated[Path, typer.Argument(help="a *.intoto.jsonl envelope")],
+    key: Annotated[Path, typer.Option("--key", help="the public key (audit.pub)")],
+    subject: Annotated[Path | None, typer.Option(help="the file (or folder) the statement must "
+                                                 "be about")] = None,
+    spec: Annotated[Path | None, typer.Option(help="for a verification summary: the spec whose "
+                                              "policy files it must have been judged by")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print the verified statement")] = False,
+) -> None:
+    """Verify a signed attestation: signature, payload type, subject digest, VSA policy."""
+    from auditor.attest.keys import load_verifying_key
+    from auditor.attest.verify import verify_file
+
+    try:
+        public = load_verifying_key(key)
+        loaded = _load(spec) if spec is not None else None
+        done = verify_file(file, public, subject=subject, spec=loaded)
+    except AuditError as exc:
+        _fail(exc)
+    if as_json:
+        sys.stdout.write(dump_json(done.statement))
+    err.print(f"[green]verified[/green]: {_escape(str(file))} signed by key {done.keyid}; "
+              f"{_escape(done.predicate_type)}")
+    for line in (*(f"subject {s}" for s in done.subjects), *done.checked):
+        err.print(f"  {_escape(line)}")
 
 
 osv_app = typer.Typer(no_args_is_help=True, help="Offline vulnerability data (OSV).")
@@ -341,12 +505,13 @@ def osv_fetch(
 def demo(
     out: Annotated[Path, typer.Option("--out", help="where the example and its audit go")] = Path(
         "demo-out"),
+    cache: CacheOpt = None,
 ) -> None:
     """Make the embedded example (upstream, hostile fork, bundle, wheel) and audit it."""
     from auditor.demo import run_demo
 
     try:
-        code = run_demo(out, _options(reproducible=False), err)
+        code = run_demo(out, _options(reproducible=False, cache=cache), err)
     except AuditError as exc:
         _fail(exc)
     raise typer.Exit(code)
@@ -363,11 +528,13 @@ def review_plan(
     reviewer: Annotated[list[str] | None, typer.Option("--reviewer", help="a reviewer's name "
                                                        "(repeat)")] = None,
     out: Annotated[Path | None, typer.Option("--out", help="where the packets and plan.json go "
-                                             "(default review-packets)")] = None,
+                                             "(default review-packets; with --json, nothing is "
+                                             "written unless --out is given)")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print the plan as JSON")] = False,
-    scan: Annotated[bool | None, typer.Option("--scan/--no-scan", help="run verify + scan to show "
-                                              "findings in the packets (default: when the spec has "
-                                              "[scan])")] = None,
+    scan: Annotated[bool | None, typer.Option("--scan/--no-scan", help=_lit(
+        "run verify + scan to show findings in the packets (default: when the spec has "
+        "[scan])"))] = None,
+    cache: CacheOpt = None,
 ) -> None:
     """Split the series' changed hunks by area across reviewers; write one packet each."""
     from auditor.review import commands
@@ -381,8 +548,9 @@ def review_plan(
         else:
             reviewer_names(reviewers, [], hunks=0)  # N >= 1, checked before any work
             wanted = reviewers or 1  # capped at the hunk count once the series is read
-        plan, written = commands.plan(loaded, wanted, out, options=_options(),
-                                      scan=loaded.scan is not None if scan is None else scan)
+        plan, written = commands.plan(loaded, wanted, out, options=_options(cache=cache),
+                                      scan=loaded.scan is not None if scan is None else scan,
+                                      write=out is not None or not as_json)
     except AuditError as exc:
         _fail(exc)
     if as_json:
@@ -395,8 +563,9 @@ def review_plan(
     if not reviewer and reviewers is not None and reviewers > len(plan.packets):
         err.print(f"[yellow]note:[/yellow] --reviewers {reviewers}: the series has "
                   f"{len(plan.series.hunks)} hunk(s), so {len(plan.packets)} packet(s) were made")
-    err.print(f"{plan.lines_total} changed line(s) in {len(plan.series.hunks)} hunk(s); packets in "
-              f"{_escape(str(written[-1].parent))}")
+    where = (f"packets in {_escape(str(written[-1].parent))}" if written else
+             "no packets written (--json without --out)")
+    err.print(f"{plan.lines_total} changed line(s) in {len(plan.series.hunks)} hunk(s); {where}")
 
 
 @review_app.command("sign")

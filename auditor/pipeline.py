@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import importlib
 import os
 import shutil
 import tempfile
 import traceback
 from collections.abc import Iterable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +24,7 @@ from auditor.model import (
     compute_verdict,
 )
 from auditor.outputs import check_out_dir, write_marker
+from auditor.policy import Waiver, apply_waivers, unused_waivers, waivers_of
 from auditor.results import Crashed
 from auditor.spec import Spec
 from auditor.stage import Context, Options, Stage
@@ -103,6 +106,7 @@ def run_pipeline(spec: Spec, options: Options, wanted: Iterable[str], ctx_out: P
         checker = load_stage(name)
         if checker.requested(spec):
             checker.check_inputs(spec)
+    waivers = waivers_of(spec)  # a bad waivers file is exit 2 before any stage runs, too
     stages = [load_stage(name) for name in closure(wanted)]
     prepared: set[str] = set()
     for stage in stages:
@@ -111,16 +115,36 @@ def run_pipeline(spec: Spec, options: Options, wanted: Iterable[str], ctx_out: P
             ctx.results[name] = StageResult.not_requested(name)
             continue
         ctx.console.print(f"[bold]{name}[/bold] …")
+        # waivers apply to every stage's findings, here in one place (idempotent where a stage
+        # applied them itself); later stages see the waived findings
         result = run_stage(stage, ctx)
+        result = replace(result, findings=tuple(apply_waivers(result.findings, waivers)))
         ctx.results[name] = result
         ctx.console.print(f"[bold]{name}[/bold] {_status_word(result)}")
         _prepare_ready(stages, ctx, prepared)
+    if set(closure(wanted)) == set(STAGES):  # a whole audit: a waiver naming nothing is stale
+        _report_unused(ctx, waivers)
     results = {name: ctx.results.get(name, StageResult.not_requested(name)) for name in STAGES}
     considered = [results[n] for n in STAGES if n in ctx.results]
     verdict, reasons = compute_verdict(considered)
     audit = AuditResult(verdict=verdict, reasons=reasons, stages=results,
-                        tool=tool_info(), inputs=inputs_info(spec))
+                        tool=tool_info(),
+                        inputs=inputs_info(spec, ctx.workspace.bundle_tree if ctx.workspace
+                                           else None))
     return audit, ctx
+
+
+def _report_unused(ctx: Context, waivers: Iterable[Waiver]) -> None:
+    """One info finding per waiver that matches no finding of any stage, kept with the scan
+    stage's findings (the waivers are ``[scan] waivers``)."""
+    scan = ctx.results.get("scan")
+    if scan is None or scan.status is StageStatus.NOT_REQUESTED:
+        return
+    every = [f for r in ctx.results.values() for f in r.findings]
+    partial = any(r.status is StageStatus.INCOMPLETE for r in ctx.results.values())
+    unused = unused_waivers(every, waivers, partial=partial)
+    if unused:
+        ctx.results["scan"] = replace(scan, findings=(*scan.findings, *unused))
 
 
 def _prepare_ready(stages: Iterable[Stage], ctx: Context, prepared: set[str]) -> None:
@@ -139,26 +163,31 @@ def _prepare_ready(stages: Iterable[Stage], ctx: Context, prepared: set[str]) ->
 
 
 def _status_word(result: StageResult) -> str:
-    colour = {"ok": "green", "failed": "red", "incomplete": "yellow"}.get(result.status.value, "")
-    n = len([f for f in result.findings if f.counts])
-    extra = f" ({n} finding{'s' if n != 1 else ''})" if n else ""
-    return f"[{colour}]{result.status.value}[/{colour}]{extra}" if colour else result.status.value
+    from auditor.report.console import stage_done  # "ran (1 block, 1 review)", never "ok (…)"
+
+    return stage_done(result)
 
 
 def tool_info() -> dict[str, Any]:
     return {"name": "auditor", "version": __version__}
 
 
-def inputs_info(spec: Spec) -> dict[str, Any]:
+def inputs_info(spec: Spec, bundle_tree: str | None = None) -> dict[str, Any]:
+    """What was audited: paths relative to the spec's folder (never this machine's absolute
+    paths), and the bundle file's sha256 and size (a folder bundle: its proven git tree)."""
+    from auditor.bundledigest import bundle_digest, spec_relative
+
     return {
-        "spec": str(spec.path),
+        "spec": spec.path.name,
         "engine": {"profile": spec.profile.name, "package": spec.profile.package,
                    "version": spec.engine.version, "target": spec.engine.target},
-        "upstream": {"repo": str(spec.upstream.repo), "ref": spec.upstream.ref,
-                     "commit": spec.upstream.commit},
-        "patches": {"repo": str(spec.patches.repo), "ref": spec.patches.ref,
-                    "commits": list(spec.patches.commits)},
-        "bundle": str(spec.bundle.path),
+        "upstream": {"repo": spec_relative(spec.upstream.repo, spec), "ref": spec.upstream.ref,
+                     "commit": spec.upstream.commit,
+                     **({"url": spec.upstream.url} if spec.upstream.url else {})},
+        "patches": {"repo": spec_relative(spec.patches.repo, spec), "ref": spec.patches.ref,
+                    "commits": list(spec.patches.commits),
+                    **({"url": spec.patches.url} if spec.patches.url else {})},
+        "bundle": bundle_digest(spec, bundle_tree).to_json(),
     }
 
 
@@ -209,24 +238,37 @@ def write_json(path: Path, data: Any) -> None:
     path.write_text(dump_json(data), encoding="utf-8")
 
 
-def audit(spec: Spec, options: Options, out: Path, *, inputs: Iterable[Path] = ()) -> AuditResult:
+def audit(spec: Spec, options: Options, out: Path, *, inputs: Iterable[Path] = (),
+          key_file: Path | None = None) -> AuditResult:
     """Every stage; the audit directory appears complete or not at all.
 
     ``out`` is checked before anything runs (``inputs``: more files it must not hold, such as a
     gate's baseline); a write that fails (read-only, full) is an InputError and leaves nothing.
+    With a signing key (``key_file``, ``$AUDITOR_SIGNING_KEY`` or ``[attest] key``, loaded before
+    any work) the DSSE envelopes of :mod:`auditor.attest.sign` are written after audit.json.
     """
+    from auditor.attest.keys import audit_signing_key
+    from auditor.attest.sign import sign_audit, with_summary
     from auditor.report import write_reports
     from auditor.results.audit_file import check_before_writing
 
-    directory = AuditDirectory(out, spec=spec, inputs=inputs)
+    signer = audit_signing_key(spec, key_file)  # a bad key: exit 2 before anything runs
+    extra = [key_file] if key_file is not None else []
+    directory = AuditDirectory(out, spec=spec, inputs=[*inputs, *extra])
     try:
         with tempfile.TemporaryDirectory(prefix="auditor-") as work:
             result, ctx = run_pipeline(spec, options, STAGES, directory.tmp, Path(work))
+            if options.reproducible:
+                result = without_run_facts(result)
+            result = with_summary(result, signer, directory.tmp)
             data = result.to_json()
             check_before_writing(data)  # a result that breaks the contract is a bug: exit 3
             try:
                 write_json(directory.tmp / "audit.json", data)
                 write_reports(result, directory.tmp, ctx)
+                if signer is not None:
+                    sign_audit(directory.tmp, spec, result, signer,
+                               reproducible=options.reproducible)
                 directory.commit()
             except OSError as exc:
                 raise InputError(f"--out {out}: cannot be written: "
@@ -235,6 +277,30 @@ def audit(spec: Spec, options: Options, out: Path, *, inputs: Iterable[Path] = (
         directory.abort()
         raise
     return result
+
+
+def without_run_facts(result: AuditResult) -> AuditResult:
+    """The audit as ``--reproducible`` writes it: what only says how this run went is left out,
+    so the same inputs give the same audit.json (and the same signed summary of it) — how many
+    scan answers came from the cache, and the build's wall-clock times (both the source date
+    epoch instead, as the SBOM's timestamp)."""
+    from auditor.results.build import BuildData
+    from auditor.results.scan import ScanData
+
+    stages = dict(result.stages)
+    scan = stages.get("scan")
+    scan_data = scan.data_as(ScanData) if scan is not None else None
+    if scan is not None and scan_data is not None:
+        stages["scan"] = replace(scan, data=replace(scan_data, cache=None))
+    build = stages.get("build")
+    build_data = build.data_as(BuildData) if build is not None else None
+    if build is not None and build_data is not None and build_data.source_date_epoch is not None:
+        when = dt.datetime.fromtimestamp(build_data.source_date_epoch, dt.UTC).isoformat(
+            timespec="seconds")
+        stages["build"] = replace(build, data=replace(build_data, started=when,
+                                                      finished=when if build_data.finished
+                                                      else None))
+    return replace(result, stages=stages)
 
 
 def run_single(spec: Spec, options: Options, name: str) -> tuple[StageResult, Context, Path]:

@@ -73,6 +73,9 @@ class UpstreamSpec:
     #: other upstream refs the fork may carry (release lines it merged, backports): their commits
     #: and lines are upstream's, never the fork's
     also: tuple[str, ...] = ()
+    #: where upstream is published (``[upstream] url``): named in the SBOM and provenance
+    #: instead of the local mirror's path
+    url: str | None = None
 
 
 @dataclass(frozen=True)
@@ -87,6 +90,8 @@ class PatchesSpec:
     model: str = "rebase"
     #: ``commits = "range"``: the series is whatever ``upstream..ref`` holds (recorded in audit.json)
     commits_range: bool = False
+    #: where the fork is published (``[patches] url``): named in the SBOM and provenance
+    url: str | None = None
 
 
 @dataclass(frozen=True)
@@ -149,6 +154,11 @@ class ReviewSpec:
 
 
 @dataclass(frozen=True)
+class AttestSpec:
+    key: Path  # the private signing key (PKCS#8 PEM, mode 0600); see auditor.attest.keys
+
+
+@dataclass(frozen=True)
 class Spec:
     path: Path
     root: Path  # folder the relative paths resolve against
@@ -162,6 +172,7 @@ class Spec:
     service: ServiceSpec | None
     raw: Mapping[str, Any] = field(default_factory=dict, compare=False)
     review: ReviewSpec | None = None
+    attest: AttestSpec | None = None
 
     @property
     def profile(self) -> EngineProfile:
@@ -184,12 +195,19 @@ class _Table:
         self.data = data
         self.prefix = prefix
         self.seen: set[str] = set()
+        #: keys reported missing: an unknown key that looks like one is the same problem
+        self.absent: set[str] = set()
         self.collect = collect
         #: refuse control characters in string values (values that end up in a unit file)
         self.no_controls = False
 
     def err(self, key: str, msg: str) -> SpecError:
         return SpecError(msg, file=str(self.file), key=f"{self.prefix}.{key}" if key else self.prefix)
+
+    def missing(self, key: str, msg: str) -> SpecError:
+        """The error for a key that is required and absent (see :meth:`finish`)."""
+        self.absent.add(key)
+        return self.err(key, msg)
 
     @overload
     def problem(self, exc: SpecError) -> None: ...
@@ -208,7 +226,7 @@ class _Table:
         self.seen.add(key)
         if key not in self.data:
             if required:
-                return self.problem(self.err(key, f"missing; expected {what}"))
+                return self.problem(self.missing(key, f"missing; expected {what}"))
             return None
         value = self.data[key]
         if isinstance(value, bool) and kind is int:
@@ -273,9 +291,20 @@ class _Table:
         return p
 
     def finish(self) -> None:
+        """Report the keys nobody read. An unknown key that looks like a missing one (a typo) is
+        one problem, reported once, on the unknown key."""
         unknown = sorted(set(self.data) - self.seen)
         if unknown and self.collect is not None:
-            self.collect.extend(self.err(k, "unknown key") for k in unknown)
+            for k in unknown:
+                meant = _close_key(k, self.absent - set(self.data))
+                if meant is None:
+                    self.collect.append(self.err(k, "unknown key"))
+                    continue
+                gone = f"{self.prefix}.{meant}"
+                self.collect[:] = [e for e in self.collect if e.key != gone]
+                self.absent.discard(meant)
+                self.collect.append(self.err(k, f"unknown key; did you mean {meant}? (it is "
+                                                 "missing)"))
         elif unknown:
             raise self.err(unknown[0], "unknown key"
                            + (f" (also unknown: {', '.join(unknown[1:])})" if unknown[1:] else ""))
@@ -284,6 +313,13 @@ class _Table:
 # C0/C1 controls (NUL included), DEL, and the bidi/zero-width format characters: no spec value
 # (a path, a host, a unit name, an argument) needs one, and each can end or disguise a line
 _CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2066-\u2069\ufeff]")
+
+
+def _close_key(key: str, candidates: set[str]) -> str | None:
+    import difflib
+
+    found = difflib.get_close_matches(key, sorted(candidates), n=1, cutoff=0.75)
+    return found[0] if found else None
 
 
 def _control_name(value: str) -> str:
@@ -394,7 +430,7 @@ def load_spec(path: str | Path, *, writing_series: bool = False) -> Spec:
     root = file.parent
     problems: list[SpecError] = []
     known = {"engine", "upstream", "patches", "bundle", "scan", "deps", "build", "service",
-             "review"}
+             "review", "attest"}
     for key in doc:
         if key not in known:
             problems.append(SpecError("unknown key", file=str(file), key=key,
@@ -427,7 +463,7 @@ def load_spec(path: str | Path, *, writing_series: bool = False) -> Spec:
         ref=t.text("ref", required=True),
         commit=t.text("commit", check=lambda s: bool(SHA_RE.match(s)),
                       what="a full 40-hex commit sha"),
-        also=_also_refs(t)), required=True)
+        also=_also_refs(t), url=_url(t)), required=True)
     patches: PatchesSpec | None = section(
         "patches", lambda t: _patches(t, root, upstream.repo if upstream else None,
                                       writing_series=writing_series),
@@ -454,6 +490,7 @@ def load_spec(path: str | Path, *, writing_series: bool = False) -> Spec:
         file=t.path("file", root, must_exist=False, default=root / "reviews.toml"),
         required=t.flag("required", False),
         folder=str(t.data.get("file", "")).endswith("/")))
+    attest = section("attest", lambda t: AttestSpec(key=t.path("key", root, required=True)))
 
     if problems:
         raise problems[0] if len(problems) == 1 else SpecErrors(problems, file=str(file))
@@ -464,7 +501,7 @@ def load_spec(path: str | Path, *, writing_series: bool = False) -> Spec:
         read_lock(deps.lock)
     return Spec(path=file, root=root, engine=engine, upstream=upstream, patches=patches,
                 bundle=bundle, scan=scan, deps=deps, build=build, service=service, raw=doc,
-                review=review)
+                review=review, attest=attest)
 
 
 def _engine(t: _Table, file: Path) -> EngineSpec:
@@ -493,15 +530,16 @@ def _patches(t: _Table, root: Path, upstream_repo: Path | None, *,
     model = t.text("model", "rebase", check=lambda s: s in ("rebase", "merge"),
                    what='"rebase" or "merge"')
     commits_file = t.path("commits_file", root, must_exist=not writing_series)
+    file_given = "commits_file" in t.data  # a file that does not exist is already reported
     commits_range = t.data.get("commits") == "range"
     if commits_range:
         t.seen.add("commits")
     commits_list = (t.strlist("commits") if "commits" in t.data and not commits_range
                     else None)
-    if commits_file is not None and (commits_list is not None or commits_range):
+    if file_given and (commits_list is not None or commits_range):
         raise t.err("commits", "give either commits or commits_file, not both")
-    if commits_file is None and commits_list is None and not commits_range:
-        raise t.err("commits_file", 'missing; give commits_file, commits or commits = "range"')
+    if not file_given and commits_list is None and not commits_range:
+        raise t.missing("commits_file", 'missing; give commits_file, commits or commits = "range"')
     if commits_range:
         commits: tuple[str, ...] = ()
         source = 'patches.commits = "range"'
@@ -517,7 +555,17 @@ def _patches(t: _Table, root: Path, upstream_repo: Path | None, *,
                 t.problem(t.err(f"commits[{i}]", f"expected a commit sha, got {_got(c)}"))
     return PatchesSpec(repo=patches_repo, ref=ref, commits=commits, commits_source=source,
                        allow_merges=t.flag("allow_merges", False), model=model,
-                       commits_range=commits_range)
+                       commits_range=commits_range, url=_url(t))
+
+
+def _url(t: _Table) -> str | None:
+    """``url``: where the repository is published (``scheme://...``, or ``user@host:path``)."""
+    value = t.text("url", check=lambda s: bool(_PUBLISHED_URL.match(s)) and not any(
+        c.isspace() or ord(c) < 32 for c in s), what="a URL such as https://host/org/repo.git")
+    return value if isinstance(value, str) else None
+
+
+_PUBLISHED_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://[^/\s]|^[\w.-]+@[\w.-]+:")
 
 
 def _deps(t: _Table, root: Path) -> DepsSpec:

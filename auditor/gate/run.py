@@ -18,6 +18,7 @@ from auditor.gate.result import GateResult, decide
 from auditor.model import exit_code_for
 from auditor.spec import Spec
 from auditor.stage import Options, stderr_console
+from auditor.textsafe import console_safe
 
 
 def write_gate(g: GateResult, out: Path) -> None:
@@ -29,15 +30,31 @@ def write_gate(g: GateResult, out: Path) -> None:
 
 
 def run_gate(spec: Spec, baseline: Path, out: Path, options: Options, as_json: bool,
-             console: Console | None = None) -> int:
+             console: Console | None = None, key_file: Path | None = None) -> int:
+    from auditor.attest.companion import Companion, check_companion
+    from auditor.attest.keys import audit_signing_key
+    from auditor.attest.sign import sign_gate
+    from auditor.errors import BaselineError
     from auditor.pipeline import audit as run_audit
 
     console = console or stderr_console()
+    signer = audit_signing_key(spec, key_file)  # a bad key: exit 2 before anything runs
     old = load_baseline(baseline)
     check_fits(old, spec, baseline)
-    new = run_audit(spec, options, out, inputs=[baseline])
+    # a signed baseline must still be what was signed (checked with the team's key when given)
+    signed = check_companion(baseline, signer.verifying_key() if signer else None)
+    if signed.state is Companion.BROKEN:
+        raise BaselineError(f"baseline {signed.message}",
+                            hint="gate against the audit.json that was approved and signed")
+    if signed.state is not Companion.ABSENT:
+        console.print(f"baseline: {console_safe(signed.message)}")
+    new = run_audit(spec, options, out, inputs=[baseline], key_file=key_file)
     g = decide(old, new, baseline_path=str(baseline))
     write_gate(g, out)
+    if signer is not None:
+        name = sign_gate(out, spec, g.verdict, new, baseline, signer,
+                         reproducible=options.reproducible)
+        console.print(f"signed: {name} (key {signer.keyid})")
     print_gate(console, g)
     if as_json:
         sys.stdout.write(gate_json(g))

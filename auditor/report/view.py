@@ -452,7 +452,8 @@ def _scan_summary(d: ScanData) -> str:
     parts = [f"scope {d.scope.value}", f"{len(d.checked_files)} file(s) checked"]
     if d.scanners:
         parts.append("scanners: " + ", ".join(f"{k} {v}".strip() for k, v in d.scanners.items()))
-    parts.append(f"cache hits {d.cache.hits}")
+    if d.cache is not None:
+        parts.append(f"cache hits {d.cache.hits}")
     return "; ".join(parts)
 
 

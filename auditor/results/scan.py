@@ -32,7 +32,8 @@ class ScanData(StageData):
     skipped: tuple[str, ...]
     scanners: Mapping[str, str]  # name -> version
     ruleset: str | None
-    cache: CacheTally
+    cache: CacheTally | None  # None with --reproducible: how many answers came from the cache
+    # is a fact of the run, not of the result
     coverage: Mapping[str, tuple[str, ...]]  # path -> the rule sets that read it
     uncovered: tuple[JsonObject, ...]  # {"path", "language", "lines"}
     notes: tuple[str, ...]
@@ -43,7 +44,7 @@ class ScanData(StageData):
     def to_json(self) -> dict[str, Any]:
         out = {"scope": self.scope.value, "checked_files": list(self.checked_files),
                "skipped": list(self.skipped), "scanners": dict(self.scanners),
-               "ruleset": self.ruleset, "cache": self.cache.to_json(),
+               "ruleset": self.ruleset, "cache": self.cache.to_json() if self.cache is not None else None,
                "coverage": {p: list(labels) for p, labels in self.coverage.items()},
                "uncovered": [dict(u) for u in self.uncovered], "notes": list(self.notes)}
         if self.readings is not None:
@@ -54,7 +55,8 @@ class ScanData(StageData):
     def from_json(cls, d: Mapping[str, Any]) -> ScanData:
         return cls(scope=Scope(d["scope"]), checked_files=strs(d["checked_files"]),
                    skipped=strs(d["skipped"]), scanners=str_map(d["scanners"]),
-                   ruleset=opt_str(d["ruleset"]), cache=CacheTally.from_json(obj(d["cache"])),
+                   ruleset=opt_str(d["ruleset"]), cache=(CacheTally.from_json(obj(d["cache"]))
+                                                      if d.get("cache") is not None else None),
                    coverage={str(p): strs(v) for p, v in obj(d["coverage"]).items()},
                    uncovered=objects(d["uncovered"]), notes=strs(d["notes"]),
                    readings={str(p): objects(v) for p, v in obj(d["readings"]).items()}

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -118,3 +119,21 @@ def test_the_sbom_names_the_engine_audited_and_keeps_the_build_commands_in_order
     comp = next(c for c in sbom["components"] if c["name"] == "tinyllm/_rmsnorm.so")
     recorded = [p["value"] for p in comp["properties"] if p["name"] == "auditor:module:command"]
     assert recorded == ran
+
+
+def test_a_reproducible_audit_json_is_the_same_cold_and_warm(runs, tmp_path):
+    """--reproducible leaves out what only says how the run went (the scan's cache counts, the
+    build's wall-clock times): an audit with an empty cache writes the same audit.json as the
+    audit whose answers came from the cache (and so the same signed summary of it)."""
+    root = runs["a"]
+    res = subprocess.run([sys.executable, "-m", "auditor", "audit", str(root / "audit.toml"),
+                          "--out", str(root / "cold"), "--reproducible"], capture_output=True,
+                         text=True, timeout=900,
+                         env={**os.environ, "AUDITOR_CACHE": str(tmp_path / "empty-cache")})
+    cold = root / "cold" / "audit.json"
+    assert cold.is_file(), res.stderr[-3000:]
+    warm = (root / "again" / "audit.json").read_bytes()
+    doc = json.loads(warm)
+    assert doc["stages"]["scan"]["cache"] is None
+    assert doc["stages"]["build"]["started"] == doc["stages"]["build"]["finished"]
+    assert cold.read_bytes() == warm
