@@ -78,6 +78,7 @@ from auditor.results.deps import (
     UnpinnedRecord,
     VulnRecord,
 )
+from auditor.scan.docs import ceiling as docs_ceiling
 from auditor.spec import DepsSpec, Spec
 from auditor.stage import Context, Stage
 
@@ -202,7 +203,9 @@ def _finding(issue: Issue, att: Attributor, policy: Policy) -> Finding:
     code = d.text or f"{d.kind.value} {d.name} {d.specifier} {d.url or ''}"
     return Finding(
         rule=issue.rule, category=Category.DEPENDENCY, severity=issue.severity,
-        action=policy.action_for(Category.DEPENDENCY, d.file, issue.rule), path=d.file,
+        # an install in the docs is at most reviewed (auditor.scan.docs)
+        action=docs_ceiling(d.file, policy.action_for(Category.DEPENDENCY, d.file, issue.rule)),
+        path=d.file,
         line=d.line, commit=commit, message=message, scanner=SCANNER,
         fingerprint=fingerprint_of(issue.rule, d.file, code), inherited=inherited,
         snippet=d.text, end_line=d.end_line or None)

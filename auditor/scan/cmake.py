@@ -12,7 +12,15 @@ numbers (quoted and bracket arguments, ``#`` and ``#[[...]]`` comments, nested p
   step commands of a fetched project (code that runs on what was fetched);
 - ``process-exec.builtin.cmake-execute-process`` — ``execute_process`` at configure time;
 - ``process-exec.builtin.cmake-custom-command`` — ``add_custom_command``/``add_custom_target``
-  that fetch (curl, wget, git clone, pip install) or run something from a fetched source folder.
+  that fetch (curl, wget, git clone, pip install) or run something from a fetched source folder;
+- ``process-exec.builtin.cmake-outside-tree`` — a file from outside the audited tree enters the
+  build: a patch applied (``git apply``, ``patch``), a script run, a file copied by a step command,
+  ``execute_process`` or a custom command, or a file ``include()``d, ``file(COPY)``d or
+  ``configure_file``d, or a ``FETCHCONTENT_SOURCE_DIR_<NAME>`` put in place of a fetch, from an
+  absolute path, ``~``, ``$HOME`` or ``$ENV{...}``, or with ``..`` above the tree's root.
+
+Variables, cache entries, ``option()`` and ``list(APPEND)`` are followed before a command is
+judged (:func:`variables`): ``PATCH_COMMAND ${p}`` is judged as what ``p`` holds.
 """
 
 from __future__ import annotations
@@ -31,7 +39,12 @@ from auditor.scan.interface import RawFinding, Scanner, ScannerRun, ScanTarget
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _BRACKET_OPEN = re.compile(r"\[(=*)\[")
 _COMMIT = re.compile(r"^[0-9a-fA-F]{40}$")
-_VAR = re.compile(r"^\$\{([A-Za-z0-9_]+)\}$")
+_REF = re.compile(r"\$\{([A-Za-z0-9_.+-]+)\}")
+# a folder of the audited tree (or the build's own): paths under it are the tree's
+_ROOT = re.compile(r"^\$\{(CMAKE_SOURCE_DIR|CMAKE_CURRENT_SOURCE_DIR|PROJECT_SOURCE_DIR|"
+                   r"CMAKE_CURRENT_LIST_DIR|CMAKE_BINARY_DIR|CMAKE_CURRENT_BINARY_DIR|"
+                   r"PROJECT_BINARY_DIR|[A-Za-z0-9_-]+_(?:SOURCE|BINARY)_DIR)\}")
+_INTERPRETER = re.compile(r"^(?:(?:ba|da|z|k)?sh|source|\.|perl|ruby|node)$")
 _FETCHERS = ("fetchcontent_declare", "externalproject_add", "cpmaddpackage")
 # an argument that starts another keyword section (GIT_TAG, URL_HASH, WORKING_DIRECTORY ...)
 _KEYWORD = re.compile(r"^[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+$")
@@ -184,7 +197,7 @@ class CMakeScanner(Scanner):
     name = "cmake"
 
     def version(self) -> str:
-        return f"{__version__}+cmake1"
+        return f"{__version__}+cmake2"
 
     def options_key(self) -> str:
         return hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
@@ -196,18 +209,20 @@ class CMakeScanner(Scanner):
         return "builtin:cmake" if self.accepts(target) else None
 
     def scan(self, files: Sequence[ScanTarget], workdir: Path) -> ScannerRun:
-        return ScannerRun(findings={t.key: tuple(scan_text(t.text)) for t in files}, errors={})
+        return ScannerRun(findings={t.key: tuple(scan_text(t.text, t.path)) for t in files},
+                          errors={})
 
 
-def scan_text(text: str) -> Iterator[RawFinding]:
+def scan_text(text: str, path: str = "CMakeLists.txt") -> Iterator[RawFinding]:
+    """The findings of a CMake file at ``path`` (its folder is where relative paths start)."""
     cmds = commands(text)
-    variables: dict[str, str] = {}
-    for c in cmds:
-        if c.name == "set" and len(c.args) >= 2:
-            variables[c.args[0].value] = c.args[1].value
-    for c in cmds:
+    values = variables(cmds)
+    here = posixpath.dirname(path)
+    for raw in cmds:
+        c = expanded(raw, values)
+        yield from _outside_tree(c, here)
         if c.name in _FETCHERS:
-            yield from _fetch(c, variables)
+            yield from _fetch(c)
         elif c.name == "file" and c.args and c.args[0].value.upper() == "DOWNLOAD":
             if not (c.has("EXPECTED_HASH") or c.has("EXPECTED_MD5")):
                 url = c.args[1].value if len(c.args) > 1 else "?"
@@ -232,6 +247,146 @@ def scan_text(text: str) -> Iterator[RawFinding]:
                            "hash and read what it does.")
 
 
+def variables(cmds: Sequence[Command]) -> dict[str, str]:
+    """What each variable holds after the file's ``set``/``option``/``list(APPEND)`` calls (a
+    list as CMake keeps it, ``;``-separated; the last assignment wins, as at the file's end)."""
+    out: dict[str, str] = {}
+    for c in cmds:
+        args = [a.value for a in c.args]
+        if c.name == "set" and args and not args[0].startswith("ENV{"):
+            items = args[1:]
+            for stop in ("CACHE", "PARENT_SCOPE"):
+                if stop in items:
+                    items = items[:items.index(stop)]
+            if "CACHE" in args[1:] and args[0] in out:  # a cache entry does not override
+                continue
+            out[args[0]] = ";".join(_expand(v, out) for v in items)
+        elif c.name == "option" and len(args) >= 3:
+            out.setdefault(args[0], args[2])
+        elif c.name == "list" and len(args) >= 3 and args[0] in ("APPEND", "PREPEND"):
+            new = [_expand(v, out) for v in args[2:]]
+            old = [v for v in out.get(args[1], "").split(";") if v]
+            out[args[1]] = ";".join(old + new if args[0] == "APPEND" else new + old)
+    return out
+
+
+def _expand(value: str, values: dict[str, str], depth: int = 0) -> str:
+    if depth > 8 or "${" not in value:
+        return value
+    return _REF.sub(lambda m: _expand(values[m.group(1)], values, depth + 1)
+                    if m.group(1) in values else m.group(0), value)
+
+
+def expanded(c: Command, values: dict[str, str]) -> Command:
+    """``c`` with its variable references replaced by what they hold (an unquoted argument that
+    holds a list becomes its items, as CMake passes them)."""
+    args: list[Arg] = []
+    for a in c.args:
+        v = _expand(a.value, values)
+        if a.quoted or v == a.value:
+            args.append(Arg(v, a.line, a.quoted))
+        else:
+            args.extend(Arg(x, a.line, False) for x in v.split(";") if x)
+    return Command(c.name, c.line, c.end_line, tuple(args))
+
+
+def _outside(word: str, here: str) -> bool:
+    """Whether a path names a file outside the audited tree."""
+    w = word.strip()
+    if not w or w.startswith("-") or w == "<":
+        return False
+    if w.startswith(("/proc/", "/sys/", "/dev/")) or w in ("/dev/null",):
+        return False
+    if w.startswith(("/", "~", "$ENV{", "$HOME", "${HOME}", "file:///")) or "$ENV{" in w:
+        return True
+    m = _ROOT.match(w)
+    if m:  # a tree folder's variable: outside only when ``..`` climbs above the root
+        base = here if m.group(1) in ("CMAKE_CURRENT_SOURCE_DIR", "CMAKE_CURRENT_LIST_DIR") else ""
+        rest = w[m.end():].lstrip("/")
+        return posixpath.normpath(posixpath.join(base, rest or ".")).startswith("..")
+    if "${" in w:
+        return False
+    return posixpath.normpath(posixpath.join(here, w)).startswith("..")
+
+
+def _inputs(words: list[str]) -> list[str]:
+    """The files a command takes in: the patch ``git apply``/``patch`` applies, the script an
+    interpreter runs, the sources ``cp``/``cmake -E copy`` copies."""
+    if not words:
+        return []
+    prog = posixpath.basename(words[0]).lower()
+    rest = words[1:]
+    operands = [w for w in rest if not w.startswith("-")]
+    if prog == "git" and rest[:1] and rest[0] in ("apply", "am"):
+        return operands[1:]
+    if prog == "patch":
+        out = [w for k, w in enumerate(rest) if k and rest[k - 1] in ("-i", "<")]
+        out += [w.split("=", 1)[1] for w in rest if w.startswith("--input=")]
+        return out + [w for k, w in enumerate(rest)
+                      if not w.startswith("-") and w != "<" and not (k and rest[k - 1] in
+                                                                      ("-i", "<", "-d", "-p"))]
+    if prog in ("cp", "rsync", "install", "ln"):
+        return operands[:-1]
+    if "cmake" in prog and rest[:1] == ["-E"] and len(rest) > 2 and rest[1].startswith(
+            ("copy", "create_symlink")):
+        return rest[2:-1]
+    if "cmake" in prog and "-P" in rest:
+        k = rest.index("-P")
+        return rest[k + 1:k + 2]
+    if _INTERPRETER.match(prog) or "python" in prog.lower():
+        return operands[:1] if "-c" not in rest and "-m" not in rest else []
+    return []
+
+
+def _groups(c: Command) -> list[tuple[str, list[str]]]:
+    """(keyword, words) after each ``COMMAND`` or ``*_COMMAND`` keyword."""
+    out: list[tuple[str, list[str]]] = []
+    current: list[str] | None = None
+    for a in c.args:
+        if not a.quoted and (a.value == "COMMAND" or a.value.endswith("_COMMAND")):
+            keyword = out[-1][0] if a.value == "COMMAND" and out else a.value
+            current = []
+            out.append((keyword, current))
+        elif is_keyword(a):
+            current = None
+        elif current is not None:
+            current.append(a.value)
+    return [(k, w) for k, w in out if w]
+
+
+def _outside_tree(c: Command, here: str) -> Iterator[RawFinding]:
+    found: list[tuple[str, str]] = []  # (what, path)
+    if c.name in (*_FETCHERS, "execute_process", "add_custom_command", "add_custom_target"):
+        name = c.args[0].value if c.name in _FETCHERS and c.args else c.name
+        for keyword, words in _groups(c):
+            found += [(f"{name}: {keyword} takes", w) for w in _inputs(words)
+                      if _outside(w, here)]
+    elif c.name == "include" and c.args and _outside(c.args[0].value, here):
+        found.append(("include() reads CMake code from", c.args[0].value))
+    elif c.name in ("file", "configure_file") and c.args:
+        args = [a.value for a in c.args]
+        if c.name == "configure_file":
+            srcs = args[:1]
+        elif args[0].upper() in ("COPY", "INSTALL"):
+            srcs = [a for a in args[1:args.index("DESTINATION")] if a not in ("FILES",)] \
+                if "DESTINATION" in args else []
+        else:
+            srcs = []
+        found += [(f"{c.name}() copies", w) for w in srcs if _outside(w, here)]
+    elif c.name == "set" and c.args and c.args[0].value.startswith("FETCHCONTENT_SOURCE_DIR_") \
+            and len(c.args) > 1 and _outside(c.args[1].value, here):
+        found.append((f"{c.args[0].value} puts in place of the fetch", c.args[1].value))
+    for what, where in found[:1]:
+        more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
+        yield _finding("process-exec.builtin.cmake-outside-tree", Category.PROCESS_EXEC,
+                       Severity.CRITICAL, c,
+                       f"{what} {where[:160]}, from outside the audited tree{more}",
+                       "A file the review never saw enters the build: whatever is at that path "
+                       "on the build machine (or what an environment variable names) is applied, "
+                       "run or copied. Put the file in the tree, where it is reviewed, or pin "
+                       "it by a hash.")
+
+
 def _fetches_or_runs_fetched(c: Command) -> bool:
     words = [a.value for a in c.args]
     tools = {w.rsplit("/", 1)[-1].lower() for w in words}
@@ -244,7 +399,7 @@ def _fetches_or_runs_fetched(c: Command) -> bool:
     return any(_FETCHED_DIR.search(w) for w in words)
 
 
-def _fetch(c: Command, variables: dict[str, str]) -> Iterator[RawFinding]:
+def _fetch(c: Command) -> Iterator[RawFinding]:
     name = c.args[0].value if c.args else "?"
     urls = c.keyword_values("URL")
     if urls and not (c.has("URL_HASH") or c.has("URL_MD5")):
@@ -256,12 +411,9 @@ def _fetch(c: Command, variables: dict[str, str]) -> Iterator[RawFinding]:
     repo = c.keyword_values("GIT_REPOSITORY")
     if repo:
         tag = c.keyword_values("GIT_TAG")
-        raw = tag[0].value if tag else ""
-        m = _VAR.match(raw)
-        value = variables.get(m.group(1), raw) if m else raw
+        value = tag[0].value if tag else ""
         if not _COMMIT.match(value):
-            what = f"GIT_TAG {raw}" + (f" (= {value})" if value != raw else "") if raw else \
-                "no GIT_TAG"
+            what = f"GIT_TAG {value}" if value else "no GIT_TAG"
             yield _finding("dependency.builtin.cmake-fetch-unpinned", Category.DEPENDENCY,
                            Severity.MEDIUM, c,
                            f"{name} is fetched from {repo[0].value} with {what}, not a commit",

@@ -414,32 +414,112 @@ def _cmake_expand(value: str, variables: dict[str, str]) -> str:
 # -- Python: os.system, subprocess, spawn -----------------------------------------------------------
 
 def _python(text: str, lines: list[str], out: list[str]) -> None:
+    """The command lines a Python file runs, at the lines of the calls that run them. Only
+    what a call runs is read: a message that is only shown (``raise ValueError("... vllm serve
+    ...")``, a log line, help text, a docstring) is no command. A name given to the call is
+    followed to the list or string last assigned to it before the call (with its ``+=``,
+    ``.append`` and ``.extend`` additions)."""
     if not _PY_HINT.search(text):
         return
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return
+    names = _py_assignments(tree)
     for node in ast.walk(tree):
         if isinstance(node, ast.Call):
-            command = _py_command(node)
+            command = _py_command(node, names)
             if command is not None:
                 _put(out, node.lineno, command)
 
 
-def _py_command(node: ast.Call) -> str | None:
+#: a name's values: (line, words or None for a string, the string)
+_Values = dict[str, list[tuple[int, list[str] | None, str | None]]]
+
+
+def _py_assignments(tree: ast.AST) -> _Values:
+    """Lists and strings assigned to plain names, in line order, with their later additions."""
+    found: list[tuple[int, str, str, ast.expr]] = []  # (line, name, how, value)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(
+                node.targets[0], ast.Name):
+            found.append((node.lineno, node.targets[0].id, "=", node.value))
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and \
+                node.value is not None:
+            found.append((node.lineno, node.target.id, "=", node.value))
+        elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name) and \
+                isinstance(node.op, ast.Add):
+            found.append((node.lineno, node.target.id, "+", node.value))
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                isinstance(node.func.value, ast.Name) and node.func.attr in (
+                    "append", "extend") and len(node.args) == 1:
+            value = node.args[0]
+            if node.func.attr == "append":
+                value = ast.List(elts=[value], ctx=ast.Load())
+            found.append((node.lineno, node.func.value.id, "+", value))
+    out: _Values = {}
+    for line, name, how, value in sorted(found, key=lambda f: f[0]):
+        words = _py_words(value)
+        string = _py_str(value) if words is None else None
+        if how == "=":
+            if words is None and string is None:
+                out.setdefault(name, []).append((line, None, None))  # something else now
+            else:
+                out.setdefault(name, []).append((line, words, string))
+        elif out.get(name) and words is not None and out[name][-1][1] is not None:
+            last = out[name][-1]
+            out[name].append((line, [*(last[1] or []), *words], None))
+    return out
+
+
+def _py_words(node: ast.expr, names: _Values | None = None, line: int = 0) -> list[str] | None:
+    """An argv list's words (a value the file does not spell is ``${PY_VALUE}``;
+    ``sys.executable`` is the interpreter; a name holding a string, that string)."""
+    if not isinstance(node, (ast.List, ast.Tuple)):
+        return None
+    words: list[str] = []
+    for e in node.elts:
+        if isinstance(e, ast.Starred):
+            words.append("${PY_VALUE}")
+            continue
+        w = _py_str(e)
+        if w is None and isinstance(e, ast.Name) and names:
+            w = _py_value(e, names, line)[1]
+        if w is None and isinstance(e, ast.Attribute) and e.attr == "executable":
+            w = "python3"
+        words.append("${PY_VALUE}" if w is None else w)
+    return words
+
+
+def _py_value(node: ast.expr, names: _Values, line: int) -> tuple[list[str] | None, str | None]:
+    """(argv words, shell string) a call's argument holds: spelled there, or the value last
+    assigned to the name before the call."""
+    if isinstance(node, ast.Name):
+        before = [v for v in names.get(node.id, []) if v[0] < line]
+        if before:
+            return before[-1][1], before[-1][2]
+        return None, None
+    words = _py_words(node, names, line)
+    return (words, None) if words is not None else (None, _py_str(node))
+
+
+def _py_command(node: ast.Call, names: _Values | None = None) -> str | None:
     """The command line a call runs: a string (a shell line), a list (an argv), or several
     string arguments (``session.run("pip", "install", ...)``, ``os.execlp``)."""
     func = node.func
     name = func.attr if isinstance(func, ast.Attribute) else (
         func.id if isinstance(func, ast.Name) else "")
-    if name not in _PY_CALLS or not node.args:
+    if name not in _PY_CALLS:
         return None
-    first = node.args[0]
-    if isinstance(first, (ast.List, ast.Tuple)):
-        words = [w for w in (_py_str(e) for e in first.elts) if w is not None]
-        return argv_line(words) if words and len(words) == len(first.elts) else None
-    command = _py_str(first)
+    args = list(node.args)
+    if not args:
+        args = [k.value for k in node.keywords if k.arg in ("args", "cmd", "command")][:1]
+    if not args:
+        return None
+    words, command = _py_value(args[0], names or {}, node.lineno)
+    if words is not None:
+        spelled = [w for w in words if w != "${PY_VALUE}"]
+        return argv_line(words) if spelled else None
     if command is None:
         return None
     rest = [r for r in (_py_str(a) for a in node.args[1:]) if r is not None]

@@ -14,7 +14,9 @@ script as its own lines), the shell form of CMD/ENTRYPOINT/HEALTHCHECK, and each
 so does every shell-form command of a stage whose ``SHELL`` is a Python interpreter (``SHELL
 ["python3", "-c"]``: the command is a Python program); under another interpreter (PowerShell) no
 reading carries it. ``ADD URL DEST`` without ``--checksum`` is written as the ``curl -o DEST URL``
-it amounts to, so running the fetched file later is running a download.
+it amounts to, so running the fetched file later is running a download, and ``FROM IMAGE`` (not
+an earlier stage) as the ``docker pull IMAGE`` it amounts to, so an image not pinned by a digest
+is seen (:mod:`auditor.scan.fetchrun`).
 ``covers`` lists the lines whose meaning a reading carries (instructions it translated, comments
 and blank lines); FROM, COPY, ADD and the like are left to the Dockerfile rules.
 """
@@ -392,10 +394,12 @@ class _Stage:
     def __init__(self) -> None:
         self.runner = "sh"
         self.workdir = "/"
+        self.stages: set[str] = set()
 
     def see(self, df: Dockerfile, ins: Instruction, shell: list[str]) -> None:
         if ins.keyword == "FROM":
             self.runner, self.workdir = "sh", "/"
+            self._base_image(df, ins, shell)
         elif ins.keyword == "SHELL":
             self.runner = _runner(_instruction_text(df, ins))
         elif ins.keyword == "WORKDIR":
@@ -403,6 +407,19 @@ class _Stage:
                                           _instruction_text(df, ins).strip().strip("\"'"))
         elif ins.keyword == "ADD":
             _fetch(df, ins, shell, self.workdir)
+
+
+    def _base_image(self, df: Dockerfile, ins: Instruction, shell: list[str]) -> None:
+        """``FROM IMAGE``: the pull it is (an earlier stage and ``scratch`` are no image)."""
+        words = [w for w in _instruction_text(df, ins).split() if w not in ins.flags]
+        if not words:
+            return
+        image = words[0]
+        if len(words) >= 3 and words[1].lower() == "as":
+            self.stages.add(words[2].lower())
+        if image.lower() not in self.stages and image.lower() != "scratch":
+            word = image if re.fullmatch(r"[\w./:@${}-]+", image) else shlex.quote(image)
+            shell[ins.start - 1] = f"docker pull {word}"
 
 
 def _instruction_text(df: Dockerfile, ins: Instruction) -> str:

@@ -12,8 +12,11 @@ policy acts on:
 - ``<rule>.known-host``: every source is upstream's, the profile's or the default index;
 - ``<rule>.from-variable``: the value comes from a variable the file does not set.
 
-Hosts compare exactly (lower case, without port or credentials); a local folder compares by its
-path; a conda channel by its name.
+Hosts compare exactly (lower case, without port or credentials); a conda channel by its name
+(``defaults`` and ``conda-forge`` are conda's own, as PyPI is pip's). A relative folder
+(``pip install -f ./wheels``) is the tree's own and an absolute one the image's: no package host;
+one under ``/tmp``, ``/dev/shm`` or a home folder compares by its path, as a host does. A Python
+argv item after a quoted option (``("--index-url", index_url)``) is a variable's value.
 """
 
 from __future__ import annotations
@@ -28,8 +31,9 @@ from auditor.scan.pkgconfig import INDEX_ENV_VARS
 
 SUFFIX = ".package-source"
 NEW, KNOWN, FROM_VARIABLE = "new-host", "known-host", "from-variable"
-# the installers' own default index: never a new source
-DEFAULT_INDEXES = frozenset({"pypi.org", "pypi.python.org", "files.pythonhosted.org"})
+# the installers' own default index (and conda's default channels): never a new source
+DEFAULT_INDEXES = frozenset({"pypi.org", "pypi.python.org", "files.pythonhosted.org",
+                             "defaults", "conda-forge"})
 
 _URL = re.compile(r"(?i)\b[a-z][a-z0-9+.-]*://(?:[^/\s\"'@]*@)?(\[[0-9a-f:.]+\]|[^/\s\"':?#\\,;)\]}$]+)")
 _VAR = re.compile(r"\$\{(\w+)(?::?[-=]([^}]*))?\}|\$(\w+)")
@@ -55,6 +59,13 @@ _VALUE_SITES = re.compile(
     r"|\b(?:--add|--append|--prepend)\s+channels\s+"
     r"|^\s*-\s+(?=[\w.:/@-]+\s*$)"
     r")[\"']?(?:[\w-]+=(?=[a-z][a-z0-9+.-]*://))?((?:\$\{[^}\s]*\}|[^\s\"',;)}\]])+)", re.MULTILINE)
+
+
+# a Python expression (a name, an attribute) as an argv item after a quoted option
+_PY_EXPR = re.compile(r"^[A-Za-z_][\w.]*$")
+_ARGV_ITEM = re.compile(r"[\"']\s*,\s*\Z")
+# folders anyone can write, or another user's: packages there are not the tree's or the image's
+_SHARED_FOLDERS = ("/tmp", "/var/tmp", "/dev/shm", "/home/", "/root", "/run/user")
 
 
 @dataclass(frozen=True)
@@ -170,16 +181,27 @@ class SourceJudge:
         env = self._env_cache.get(text)
         if env is None:
             env = self._env_cache[text] = _assignments(text)
-        values = [m.group(1) for m in _VALUE_SITES.finditer(code)]
+        sites = list(_VALUE_SITES.finditer(code))
+        values = [m.group(1) for m in sites]
         sources: set[str] = set()
         unresolved = False
-        for value in values:
+        for m, value in zip(sites, values, strict=True):
+            if _PY_EXPR.match(value) and _ARGV_ITEM.search(code, 0, m.start(1)):
+                # a Python argv item (``("--index-url", index_url)``): the value is the
+                # expression's, as a variable's
+                if not env.get(value):
+                    unresolved = True
+                    continue
             got, unres = _resolve(value, env)
             sources |= got
             unresolved |= unres
         if not values:  # an item of a list (a TOML array line): its URLs
             sources = _hosts(code)
-        new = sorted(s for s in sources if s.lower() not in self.known)
+        # a relative folder is the tree's own, an absolute one the image's (a COPY of the tree,
+        # /io in a manylinux build); /tmp, /dev/shm or a home folder is nobody's: judged as a host
+        local = {s for s in sources if s.startswith(("./", "../")) or s == "." or (
+            s.startswith("/") and not s.startswith(_SHARED_FOLDERS))}
+        new = sorted(s for s in sources - local if s.lower() not in self.known)
         if new:
             return Judgement(NEW, "Adds the package source " + ", ".join(new)
                              + ", which upstream's tree does not use and the engine profile "
@@ -188,5 +210,8 @@ class SourceJudge:
             return Judgement(FROM_VARIABLE, "A package source is taken from a variable this file "
                                             "does not set; check the value it gets at build or "
                                             "start time")
+        if local and local == sources:
+            return Judgement(KNOWN, "Installs packages from the tree's own folder "
+                             + ", ".join(sorted(local)) + ": no package host")
         return Judgement(KNOWN, "Uses the package source " + ", ".join(sorted(sources))
                          + ", which upstream or the engine profile already uses")

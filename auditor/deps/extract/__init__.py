@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import PurePosixPath
 
 from auditor.deps.declaration import Extraction, Skip
-from auditor.deps.extract import cmake, pyproject, requirements, setupcfg, setuppy, shell
+from auditor.deps.extract import cmake, docs, pyproject, requirements, setupcfg, setuppy, shell
 from auditor.deps.tree import Tree, select
 
 _SINGLE_FILE = (
@@ -14,6 +14,7 @@ _SINGLE_FILE = (
     (setupcfg.is_setup_cfg, setupcfg.extract),
     (cmake.is_cmake, cmake.extract),
     (shell.is_script, shell.extract),
+    (docs.is_docs, docs.extract),
 )
 
 
@@ -55,7 +56,9 @@ def extract_tree(tree: Tree) -> Extraction:
     for p, data in tree.read_many(req_paths).items():
         cache[p] = None if data is None else data.decode("utf-8", "replace")
     result += requirements.extract(req_paths, read, known)
-    return Extraction(tuple(sorted(set(result.declarations), key=lambda d: d.sort_key)),
+    # what the docs install is listed only where no other file declares it
+    kept = docs.only_the_docs(result.declarations)
+    return Extraction(tuple(sorted(set(kept), key=lambda d: d.sort_key)),
                       tuple(dict.fromkeys(result.skipped)),
                       tuple(sorted(set(result.files))), (),
                       tuple(sorted(set(result.includes))))
