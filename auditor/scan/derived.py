@@ -10,7 +10,12 @@ Some files cannot be read by the scanners as they are, or mean something else th
   target with those command lines at their lines;
 - every shell text (a script, or one of the readings above): its words as the shell reads them
   (:func:`auditor.scan.shellwords.view`), so ``cu''rl``, ``$c`` and ``eval`` spellings match;
+- a Markdown or reStructuredText file (:mod:`auditor.scan.docs`): its shell code blocks as a
+  ``bash`` target, at their lines;
 - a ``.pth`` file: its ``import`` lines as Python (the other lines are paths), replacing the file;
+- a Python file whose strings hold code that runs (:mod:`auditor.scan.pystrings`: given to
+  ``exec``/``eval``/``compile``, to ``python -c``, or written to a file beside a call that runs
+  one): that code as a ``python`` target at the strings' lines, and its command lines as ``bash``;
 - a Python file with a coding declaration (:mod:`auditor.scan.pycoding`): the text the interpreter
   decodes replaces the file for every scanner that does not read raw bytes.
 
@@ -28,18 +33,20 @@ from dataclasses import replace
 from pathlib import Path
 
 from auditor.lines import line_ranges as _ranges
-from auditor.scan import cmake, cmdlines, dockerfile, pycoding, shellwords
+from auditor.scan import cmake, cmdlines, dockerfile, docs, pycoding, pystrings, shellwords
 from auditor.scan.interface import ScanTarget
 
 DOCKERFILE_READING = "dockerfile-{family}"
 PYTHON_DECODED = "python-decoded"
 COMMAND_LINES = "command-lines"
 PTH_PYTHON = "pth-python"
+PYTHON_STRINGS = "python-strings"
+DOCS_SHELL = "docs-shell"
 
 
 def _digest() -> str:
     h = hashlib.sha256()
-    for mod in (dockerfile, pycoding, cmdlines, shellwords, cmake):
+    for mod in (dockerfile, pycoding, cmdlines, shellwords, cmake, docs, pystrings):
         h.update(Path(str(mod.__file__)).read_bytes())
     h.update(Path(__file__).read_bytes())
     return h.hexdigest()[:16]
@@ -83,6 +90,10 @@ def _readings(t: ScanTarget) -> list[ScanTarget]:
         code = "".join((ln.lstrip() if re.match(r"\s*import[ \t]", ln) else "") + "\n"
                        for ln in t.lines)
         return [_target(t, PTH_PYTHON, "python", code)]
+    if docs.is_doc(t.path):  # its shell code blocks (docs.ceiling caps their actions)
+        block = docs.reading(t.path, t.text)
+        return [] if block is None else [_target(t, DOCS_SHELL, "bash", block.text,
+                                                 covers=block.covers)]
     out: list[ScanTarget] = []
     if t.family == "python":
         coding, decoded = pycoding.decoded_reading(t.text)
@@ -101,6 +112,27 @@ def _readings(t: ScanTarget) -> list[ScanTarget]:
                            for a, b in covers)
         out.append(_target(t, COMMAND_LINES, "bash", commands.text, covers=covers,
                            line_map=line_map))
+    if t.family == "python":
+        out.extend(_string_code(t, text, out[0].line_map if out and out[0].derived ==
+                                PYTHON_DECODED else ()))
+    return out
+
+
+def _string_code(t: ScanTarget, text: str, base: tuple[int, ...]) -> list[ScanTarget]:
+    """Code kept in strings that run (:mod:`auditor.scan.pystrings`) as Python at the strings'
+    lines, and the command lines in it as shell."""
+    strings = pystrings.reading(text)
+    if strings is None:
+        return []
+    line_map = (tuple(base[min(n, len(base)) - 1] for n in strings.line_map) if base
+                else strings.line_map)
+    out = [_target(t, PYTHON_STRINGS, "python", strings.text, line_map=line_map)]
+    commands = cmdlines.reading(t.path, strings.text, "python")
+    if commands is not None:
+        covers = tuple((line_map[min(a, len(line_map)) - 1], line_map[min(b, len(line_map)) - 1])
+                       for a, b in commands.covers)
+        out.append(_target(t, PYTHON_STRINGS + "-" + COMMAND_LINES, "bash", commands.text,
+                           covers=covers, line_map=line_map))
     return out
 
 

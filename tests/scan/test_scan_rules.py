@@ -27,7 +27,7 @@ needs_semgrep = pytest.mark.skipif(SEMGREP is None, reason="semgrep is not insta
 # Categories no semgrep rule covers: other scanners or stages produce them. (Dependency findings
 # come from the deps stage and, for package sources and substitution in scripts, from semgrep.)
 NOT_SEMGREP = {Category.BINARY_ARTIFACT, Category.POLICY, Category.SERVICE, Category.PROVENANCE}
-LANGUAGE_TAGS = {"python", "c", "shell", "compose"}
+LANGUAGE_TAGS = {"python", "c", "shell", "compose", "script"}
 ANNOTATION_RE = re.compile(r"(?:#|//)\s*(ruleid|ok|todoruleid|todook):\s*([\w.,\s-]+?)\s*$")
 
 
