@@ -12,7 +12,8 @@
    ``full`` scope findings upstream's copy also has are marked inherited.
 4. Package sources: a ``*.package-source`` finding is named new, known or from a variable against
    upstream's tree and the engine profile (:mod:`auditor.scan.sources`).
-5. Policy: the action per category/path/rule, then waivers (an expired one is itself a finding).
+5. Policy: the action per category/path/rule (at most ``review`` on a docs file), then waivers (an
+   expired one is itself a finding).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from auditor.model import (
     Finding,
     Scope,
     Severity,
+    SourceLine,
     StageResult,
     Workspace,
     status_for,
@@ -42,7 +44,8 @@ from auditor.provenance.blame import Blamed, line_origins, walked
 from auditor.provenance.bundlefiles import bundle_files
 from auditor.results.scan import CacheTally, ScanData
 from auditor.scan import derived as derived_mod
-from auditor.scan import pool, symlinks
+from auditor.scan import docs, pool, symlinks
+from auditor.scan import plan as plan_mod
 from auditor.scan.cache import CacheEntry, ResultCache, cache_key
 from auditor.scan.coverage import assess
 from auditor.scan.files import ReadResult, classify, family_of, split_lines
@@ -86,6 +89,10 @@ class ScanConfig:
     package_indexes: tuple[str, ...] = ()  # the engine profile's known package sources
     # diff scope: modified Python files scanned as slices (auditor.scan.slicing)
     slice_diff: bool = True
+    # the reference runner's attribution: one ``git blame`` per file, never the series walk
+    blame_each: bool = False
+    # say per file which readings ran and why a rule did not read it (auditor.scan.plan)
+    explain: bool = False
 
 
 @dataclass
@@ -116,7 +123,8 @@ def run_scan(ws: Workspace, scanners: Sequence[Scanner], config: ScanConfig, wor
     # core from them: the scanners keep every core busy), those with errors or unread changed
     # lines when coverage asks. In diff scope the slices have blamed the modified Python files.
     to_blame = [t for t in bundle if t.path in changed]
-    blamer = _Blamer(ws, changed, jobs, progress)
+    blamer = _Blamer(ws, changed, jobs, progress, walk_from=None if config.blame_each
+                     else _WALK_FROM)
 
     # derived readings (a Dockerfile's shell text, a Python file as the interpreter decodes it)
     # are scanned beside the files; their findings and errors belong to the file's path
@@ -127,10 +135,13 @@ def run_scan(ws: Workspace, scanners: Sequence[Scanner], config: ScanConfig, wor
         tally = _Tally()
         versions: dict[str, str] = {}
         with pool.kept():  # processes the slices start are the taint views' too
+            whole = {t.key: t.sha256 for t in targets}
             targets, sliced = _slice_for_diff(ws, targets, upstream, config, blamer)
             # only files that can have findings: those scanned now, and those with cached ones
             results = _run_scanners(scanners, targets, config, workdir, tally, versions,
                                     progress)
+            ran = _explain(scanners, results, targets, whole, bundle) \
+                if config.explain else None
         raw = _raw_by_file(scanners, results, targets, _owners(bundle + baseline, targets))
         blamer.blame([t for t in to_blame if raw.get(t.key)] + [t for t, _f in link_findings])
         judged = assess(bundle, [t for t in targets if t.origin is Origin.BUNDLE], scanners,
@@ -148,6 +159,8 @@ def run_scan(ws: Workspace, scanners: Sequence[Scanner], config: ScanConfig, wor
     findings += [f for t, rf in link_findings
                  for f in _findings_of(t, [(_LINK_SCANNER, rf)], attributed)]
     findings = config.policy.apply(findings)
+    # docs are read, not run: an instruction in them is at most reviewed (auditor.scan.docs)
+    findings = [f.with_action(docs.ceiling(f.path, f.action)) for f in findings]
     findings = apply_waivers(findings, config.waivers, today=config.today)
     findings = merge_same_concern(findings)  # after policy and waivers: each rule judged alone
     findings.sort(key=lambda f: (f.path, f.line, f.rule, f.fingerprint))
@@ -162,9 +175,21 @@ def run_scan(ws: Workspace, scanners: Sequence[Scanner], config: ScanConfig, wor
                          scanned=dict(sorted(tally.scanned.items()))),
         # which rule sets read each scanned file (auditor.scan.coverage)
         coverage={p: tuple(labels) for p, labels in sorted(judged.coverage.items())},
-        uncovered=tuple(judged.uncovered), notes=tuple(judged.notes) + tuple(sliced.notes()))
+        uncovered=tuple(judged.uncovered), notes=tuple(judged.notes) + tuple(sliced.notes()),
+        readings=ran)
     return StageResult(name="scan", status=status_for(findings, nc_lines, ()), data=data,
                        findings=tuple(findings), not_checked=nc_lines)
+
+
+def _explain(scanners: Sequence[Scanner], results: Mapping[str, ScannerRun],
+             targets: Sequence[ScanTarget], whole: Mapping[str, str],
+             bundle: Sequence[ScanTarget]) -> dict[str, tuple[dict[str, object], ...]]:
+    """Per bundle path, the readings the scan ran (:func:`auditor.scan.plan.of_run`)."""
+    mine = [t for t in targets if t.origin is Origin.BUNDLE]
+    sliced = [t.key for t in mine if whole.get(t.key, t.sha256) != t.sha256]
+    owners = {t.key: (t.path, t.derived or "file") for t in mine}
+    ran = plan_mod.explained(plan_mod.of_run(scanners, results, mine, sliced), owners)
+    return {p: tuple(ran.get(p, ())) for p in sorted({t.path for t in bundle})}
 
 
 class _LinkScanner(Scanner):
@@ -325,8 +350,9 @@ class _Blamer:
     """Line origins of changed files, computed on a thread pool and each file at most once."""
 
     def __init__(self, ws: Workspace, changed: set[str], jobs: int,
-                 progress: Callable[[str], None]) -> None:
+                 progress: Callable[[str], None], walk_from: int | None = _WALK_FROM) -> None:
         self._ws = ws
+        self._walk_from = walk_from  # None: one ``git blame`` per file, always
         self._changed = changed
         self._progress = progress
         self._pool = ThreadPoolExecutor(max_workers=jobs)
@@ -340,7 +366,7 @@ class _Blamer:
         # many files: one walk of the series first (taken first by the threads), then each file
         # from it, or blamed alone where the walk leaves it
         walk = (self._pool.submit(walked, self._ws, [t.path for t in fresh])
-                if len(fresh) >= _WALK_FROM else None)
+                if self._walk_from is not None and len(fresh) >= self._walk_from else None)
         for t in fresh:
             self._pending[t.path] = self._pool.submit(self._origins, t, walk)
 
@@ -472,6 +498,7 @@ def _findings_of(t: ScanTarget, raw: Sequence[tuple[Scanner, RawFinding]],
                                                                from_series=att.touches_series),
             inherited=inherited,
             snippet=_snippet(code), help=f.help,
+            context=source_context(lines, f.line, f.end_line, origins),
         ))
     return findings
 
@@ -577,6 +604,35 @@ def _fingerprint(rule: str, t: ScanTarget, lines: Sequence[str], f: RawFinding, 
 
 def _code(lines: Sequence[str], f: RawFinding) -> str:
     return "\n".join(lines[max(0, f.line - 1):max(f.line, f.end_line)])
+
+
+#: lines of the file shown before and after a finding's lines (the reports' diff view)
+CONTEXT_LINES = 3
+
+
+def source_context(lines: Sequence[str], line: int, end_line: int,
+                   origins: Sequence[str | None] | None) -> tuple[SourceLine, ...]:
+    """The finding's lines (at most :data:`SNIPPET_LINES`) with :data:`CONTEXT_LINES` around
+    them, each marked added when the series wrote it (``origins``: per line, None for
+    upstream's; None for a file upstream's unchanged). Empty without a line, or when the file
+    holds a secret spanning lines (a private key: line by line its body would not be redacted;
+    the snippet alone is shown then)."""
+    if line < 1 or line > len(lines):
+        return ()
+    if len(split_lines(redact("\n".join(lines) + "\n"))) != len(lines):
+        return ()
+    last = min(max(line, end_line), len(lines))
+    shown_end = min(last, line + SNIPPET_LINES - 1)
+    start = max(1, line - CONTEXT_LINES)
+    stop = min(len(lines), shown_end + CONTEXT_LINES) if shown_end == last else shown_end
+    raw = [lines[n - 1] for n in range(start, stop + 1)]
+    texts = [redact(r) for r in raw]  # redacted whole, then cut: no secret is cut in half
+    if redact("\n".join(raw)) != "\n".join(texts):
+        return ()
+    texts = [t if len(t) <= SNIPPET_WIDTH else t[:SNIPPET_WIDTH] + "…" for t in texts]
+    return tuple(SourceLine(line=n, text=text, added=origins is not None and n - 1 < len(origins)
+                            and origins[n - 1] is not None)
+                 for n, text in zip(range(start, stop + 1), texts, strict=True))
 
 
 def _snippet(code: str) -> str:

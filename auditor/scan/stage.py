@@ -5,11 +5,14 @@ Requested when the spec has a ``[scan]`` section; needs the verify stage's works
 object: ``scope``, ``checked_files``, ``skipped``, ``scanners`` (name -> version), ``ruleset``,
 ``cache`` (hits, misses, files scanned per scanner), ``coverage`` (path -> the rule sets that read
 it), ``uncovered`` (changed lines no rule set for their language read), ``notes`` (parse failures
-whose lines other readings covered) plus the findings and ``not_checked``.
+whose lines other readings covered), with ``--explain`` ``readings`` (per path, the readings of
+the scan plan that ran: :mod:`auditor.scan.plan`) plus the findings and ``not_checked``. With
+``--reference`` the scan goes through the reference runner (:mod:`auditor.scan.reference`).
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from auditor.errors import InputError, SpecError
@@ -78,6 +81,12 @@ class ScanStage(Stage):
             package_indexes=package_indexes(spec),
         )
         scanners = default_scanners(spec, jobs=ctx.options.jobs, rules_dir=self.rules_dir)
+        if ctx.options.explain:
+            config = replace(config, explain=True)
+        if ctx.options.reference:  # the plain twin of every shortcut (auditor.scan.reference)
+            from auditor.scan.reference import reference_config, reference_scanners
+
+            config, scanners = reference_config(config), reference_scanners(scanners)
         workdir = ctx.workdir / "scan"
         workdir.mkdir(parents=True, exist_ok=True)
         return run_scan(ws, scanners, config, workdir, progress=ctx.progress)

@@ -46,7 +46,8 @@ def cli(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     sarif = tmp / "scan.sarif"
     first = _scan(spec_path, tmp / "cache", "--sarif", str(sarif))
     second = _scan(spec_path, tmp / "cache")
-    return {"c3": c3, "first": first, "second": second, "sarif": sarif}
+    reference = _scan(spec_path, tmp / "cache", "--reference", "--explain")
+    return {"c3": c3, "first": first, "second": second, "sarif": sarif, "reference": reference}
 
 
 def test_cli_scan_finds_and_attributes_with_project_rules(cli: dict[str, Any]):
@@ -81,3 +82,24 @@ def test_cli_second_run_scans_nothing(cli: dict[str, Any]):
 
 def test_waivers_example_loads():
     assert load_waivers(POLICIES_DIR / "waivers.example.toml")
+
+
+def test_cli_reference_runner_gives_the_same_answer_and_explains(cli: dict[str, Any]):
+    """``auditor scan --reference --explain``: the plain runner (no cache read or written), the
+    same exit code, findings and not-checked reasons as the staged run, and per file the
+    readings that ran."""
+    code, out = cli["reference"]
+    first_code, first = cli["first"]
+    if out["ruleset"] != first["ruleset"]:
+        pytest.skip("the shipped rules changed between the runs (another engineer's edit)")
+    assert code == first_code
+    key = [(f["rule"], f["path"], f["line"], f["commit"], f["fingerprint"]) for f in out["findings"]]
+    assert key == [(f["rule"], f["path"], f["line"], f["commit"], f["fingerprint"])
+                   for f in first["findings"]]
+    assert out["not_checked"] == first["not_checked"]
+    assert out["cache"]["hits"] == 0  # the cache is not read
+    assert "readings" not in first
+    rows = out["readings"]["engine/stats.py"]
+    assert {r["reading"] for r in rows} <= {"whole", "skipped"}
+    assert any(r["scanner"] == "semgrep" and r["reading"] == "whole" for r in rows)
+
