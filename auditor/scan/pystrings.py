@@ -29,6 +29,7 @@ _RUNNERS = frozenset({"system", "popen", "startfile", "Popen", "run", "call", "c
                       "execve", "execvp", "execl", "execlp", "spawnv", "spawnl",
                       "create_subprocess_exec", "create_subprocess_shell", "exec", "eval",
                       "__import__"})
+_CANDIDATES = _EXEC | {"write", "write_text"}
 MAX_STRINGS = 200  # pieces per file; a file with more is read for the first ones only
 
 
@@ -46,6 +47,8 @@ def reading(text: str) -> StringCode | None:
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError):
+        return None
+    if not _may_hold_code(tree):  # one walk: most files give no string to run at all
         return None
     pieces: dict[tuple[int, int], tuple[ast.Constant, str]] = {}
     module_bound, _ = _literal_names(tree)
@@ -137,6 +140,19 @@ def _literal_names(scope: ast.AST) -> tuple[dict[str, ast.Constant], set[str]]:
                 if isinstance(value, ast.Constant) and isinstance(value.value, (str, bytes)):
                     literal[t.id] = value
     return {k: v for k, v in literal.items() if seen.get(k) == 1}, set(seen)
+
+
+def _may_hold_code(tree: ast.Module) -> bool:
+    """Whether :func:`_code_strings` can find anything in the file: a call named exec, eval,
+    compile, write or write_text, or a "-c" constant in a list or tuple (what each of its cases
+    needs before it looks further)."""
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Call) and n.args and _callee(n.func) in _CANDIDATES:
+            return True
+        if isinstance(n, (ast.List, ast.Tuple)) and any(
+                isinstance(e, ast.Constant) and e.value == "-c" for e in n.elts):
+            return True
+    return False
 
 
 def _callee(func: ast.expr) -> str:
