@@ -245,7 +245,12 @@ class SemgrepScanner(ExternalTool, Scanner):
                 for t in hit:
                     lines = _partial_lines(err, t, target_of) if kind_name == "PartialParsing" \
                         else ()
-                    errors[t.key] = FileError(f"semgrep {kind_name}: {redact(message)}",
+                    # the message names the staged copy ("g0/b/<path>"): name the bundle's file
+                    shown = message
+                    for rel, staged_t in by_rel.items():
+                        if staged_t is t:
+                            shown = shown.replace(rel, t.path)
+                    errors[t.key] = FileError(f"semgrep {kind_name}: {redact(shown)}",
                                               lasting=kind_name in _LASTING_ERRORS, lines=lines)
             else:
                 global_error = f"semgrep {kind_name}: {redact(message)}"
