@@ -20,11 +20,13 @@ from scancase import FORK, bundle_of, context, workspace
 from support import GitRepo
 from test_scan_rules import needs_semgrep
 
+from auditor.errors import ToolMissing
 from auditor.model import Scope, StageResult
 from auditor.results.scan import ScanData
 from auditor.scan import rules as rules_mod
 from auditor.scan.plan import Why
 from auditor.scan.stage import ScanStage
+from auditor.scan.tools import find_tool
 from auditor.stage import Options
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -219,7 +221,9 @@ def _fixtures() -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def case(tmp_path_factory: pytest.TempPathFactory) -> Case:
-    if shutil.which("bandit") is None:
+    try:
+        find_tool("bandit")  # where the scanners look: beside auditor's Python, then PATH
+    except ToolMissing:
         pytest.skip("bandit is not installed")
     tmp = tmp_path_factory.mktemp("reference")
     repo = GitRepo(tmp / "engine")
