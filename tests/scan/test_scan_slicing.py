@@ -289,8 +289,10 @@ def test_findings_on_changed_lines_are_the_same_sliced_and_whole(
         got = on_changed(run.findings[f"b:slice{i}/{v.source}"], v.changed)
         assert got == want, (v.source, sorted(v.changed)[:3], got ^ want)
         compared += len(want)
-    # every fixture file is sliced at least once, and the comparison saw real findings
-    assert {v.source for v in vs} >= {n for n in texts if n.startswith("fixtures/")}
+    # every fixture file with a function is sliced at least once (one of module-level statements
+    # only has nothing to leave out: it is read whole), and the comparison saw real findings
+    assert {v.source for v in vs} >= {n for n, t in texts.items()
+                                      if n.startswith("fixtures/") and spans(t)}
     assert compared >= {"semgrep": 80, "bandit": 10, "builtin": 0}[scanner], compared
 
 
