@@ -322,8 +322,17 @@ def _dependency_components(f: SbomFacts) -> tuple[list[Component], dict[str, lis
                               + [("dependency:locked-in" if d.locked else "dependency:declared-in",
                                   loc) for loc in d.locations])))
         by_name.setdefault(str(canonicalize_name(d.name)), []).append(ref)
+    seen_refs: set[str] = set()
     for c in f.deps.cmake_fetches:
+        # one name may be fetched twice (vLLM's cpu_extension.cmake: oneDNN at two tags): each
+        # fetch its own deterministic bom-ref (a repeated one the library would replace at random)
         ref = f"auditor:cmake:{c.name}"
+        if ref in seen_refs:
+            ref = f"auditor:cmake:{c.name}@{c.tag or c.url or ''}"
+        n = 2
+        while ref in seen_refs:
+            ref, n = f"auditor:cmake:{c.name}#{n}", n + 1
+        seen_refs.add(ref)
         hashes = []
         digest = sha256_or_none(c.hash)
         if digest:

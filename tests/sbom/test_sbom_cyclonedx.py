@@ -492,3 +492,23 @@ def test_odd_urls_from_the_bundle_cannot_make_the_sbom_invalid(case):
     assert comps["ctrl"]["externalReferences"][0]["url"].startswith("https://x.example/%1B")
     assert "hashes" not in comps["bad"]
     assert {"name": "auditor:cmake:pinned", "value": "false"} in comps["bad"]["properties"]
+
+
+def test_one_name_fetched_twice_gives_two_components_with_their_own_refs(case):
+    """vLLM's cpu_extension.cmake fetches oneDNN at two tags: each fetch is a component with a
+    deterministic bom-ref of its own (a repeated ref was replaced by a random one, so the same
+    audit gave other bytes)."""
+    ctx = context(case["tmp"], case, name="onednn-twice")
+    deps = ctx.results["deps"].data_as(DepsData)
+    assert deps is not None
+    fetches = tuple(FetchRecord(name="onednn", kind="cmake-git",
+                                repository="https://github.com/oneapi-src/oneDNN.git",
+                                tag=tag, url=None, hash=None, pinned=False,
+                                file="cmake/cpu_extension.cmake", line=line)
+                    for tag, line in (("v3.7.2", 170), ("v3.8.1", 177)))
+    ctx.results["deps"] = StageResult("deps", StageStatus.OK, replace(deps,
+                                                                      cmake_fetches=fetches))
+    assert SbomStage().run(ctx).status is StageStatus.OK
+    doc = assert_valid((ctx.out_dir / "sbom.cdx.json").read_text())
+    refs = sorted(c["bom-ref"] for c in doc["components"] if c["name"] == "onednn")
+    assert refs == ["auditor:cmake:onednn", "auditor:cmake:onednn@v3.8.1"]
