@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import sys
 import threading
+from collections.abc import Mapping
 from types import ModuleType
+from typing import Any
 
 from auditor import iri
 
@@ -46,3 +48,17 @@ def load() -> ModuleType:
                 validator.FORMAT_CHECKER.checks(fmt)(check)
         _loaded.append(jsonschema)
         return jsonschema
+
+
+def first_problem(schema: Mapping[str, Any], doc: Any) -> str | None:
+    """Where and how ``doc`` first fails ``schema`` (JSON Schema 2020-12, formats checked):
+    ``"<path>: <message>"``, or None when it holds."""
+    jsonschema = load()
+    validator = jsonschema.Draft202012Validator(
+        schema, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER)
+    errors = sorted(validator.iter_errors(doc), key=lambda e: list(e.absolute_path))
+    if not errors:
+        return None
+    e = errors[0]
+    return f"{'/'.join(str(p) for p in e.absolute_path) or '(root)'}: {e.message}"
+

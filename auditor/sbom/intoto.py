@@ -310,11 +310,6 @@ def _dump(doc: Mapping[str, Any]) -> str:
 
 def validate_statement(doc: Mapping[str, Any]) -> None:
     """Check the statement's shape; a ToolError (nothing written) when it does not hold."""
-    jsonschema = jsonschemas.load()
-    validator = jsonschema.Draft202012Validator(
-        STATEMENT_SCHEMA, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER)
-    errors = sorted(validator.iter_errors(doc), key=lambda e: list(e.absolute_path))
-    if errors:
-        e = errors[0]
-        where = "/".join(str(p) for p in e.absolute_path) or "(root)"
-        raise ToolError(f"the provenance statement is malformed at {where}: {e.message}")
+    problem = jsonschemas.first_problem(STATEMENT_SCHEMA, doc)
+    if problem is not None:
+        raise ToolError(f"the provenance statement is malformed at {problem}")

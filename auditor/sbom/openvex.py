@@ -29,7 +29,8 @@ from packaging.utils import canonicalize_name
 from auditor import jsonschemas
 from auditor.bundledigest import BundleDigest
 from auditor.errors import ToolError
-from auditor.sbom.vex import VexJudgement, VexStatus
+from auditor.policy import VexStatus
+from auditor.sbom.vex import VexJudgement
 from auditor.textsafe import dump_json, redact
 
 CONTEXT = "https://openvex.dev/ns/v0.2.0"
@@ -202,11 +203,6 @@ def build_openvex(judgements: Sequence[VexJudgement], product: Product, *, times
 
 def validate_openvex(doc: Mapping[str, Any]) -> None:
     """Check ``doc`` against :data:`OPENVEX_SCHEMA`; a ToolError naming the first problem."""
-    jsonschema = jsonschemas.load()
-    validator = jsonschema.Draft202012Validator(
-        OPENVEX_SCHEMA, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER)
-    errors = sorted(validator.iter_errors(doc), key=lambda e: list(e.absolute_path))
-    if errors:
-        e = errors[0]
-        where = "/".join(str(p) for p in e.absolute_path) or "(root)"
-        raise ToolError(f"the OpenVEX document is malformed at {where}: {e.message}")
+    problem = jsonschemas.first_problem(OPENVEX_SCHEMA, doc)
+    if problem is not None:
+        raise ToolError(f"the OpenVEX document is malformed at {problem}")
