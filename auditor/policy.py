@@ -40,6 +40,7 @@ import fnmatch
 import tomllib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -221,12 +222,28 @@ def load_waivers(path: Path | None) -> tuple[Waiver, ...]:
 
 
 #: the VEX statuses a waiver may state (OpenVEX v0.2.0 labels)
-VEX_STATES = ("not_affected", "affected", "fixed", "under_investigation")
-#: the justifications a waiver may give for not_affected. ``vulnerable_code_not_in_execute_path``
-#: is left out on purpose: it claims a reachability analysis nobody ran
-VEX_JUSTIFICATIONS = ("component_not_present", "vulnerable_code_not_present",
-                      "vulnerable_code_cannot_be_controlled_by_adversary",
-                      "inline_mitigations_already_exist")
+class VexStatus(StrEnum):
+    """The OpenVEX statuses a waiver may state for a vulnerability (and auditor's VEX uses)."""
+
+    NOT_AFFECTED = "not_affected"
+    AFFECTED = "affected"
+    FIXED = "fixed"
+    UNDER_INVESTIGATION = "under_investigation"
+
+
+class Justification(StrEnum):
+    """The OpenVEX justifications auditor (or a reviewer's waiver) may state for not_affected.
+    ``vulnerable_code_not_in_execute_path`` is left out on purpose: it claims a reachability
+    analysis nobody ran."""
+
+    COMPONENT_NOT_PRESENT = "component_not_present"
+    VULNERABLE_CODE_NOT_PRESENT = "vulnerable_code_not_present"
+    CANNOT_BE_CONTROLLED = "vulnerable_code_cannot_be_controlled_by_adversary"
+    INLINE_MITIGATIONS = "inline_mitigations_already_exist"
+
+
+VEX_STATES = tuple(s.value for s in VexStatus)
+VEX_JUSTIFICATIONS = tuple(j.value for j in Justification)
 
 
 def _vex_fields(w: Mapping[str, Any], path: Path, where: str) -> tuple[str | None, str | None]:

@@ -64,13 +64,14 @@ from auditor import jsonschemas
 from auditor.bundledigest import BundleDigest
 from auditor.errors import ToolError
 from auditor.model import SeriesCommit, Workspace
+from auditor.policy import Justification, VexStatus
 from auditor.sbom import formats
 from auditor.sbom.arrived import ArrivedCommit, split_pedigree
 from auditor.sbom.diffs import CommitDiff
 from auditor.sbom.engine import EngineIdentity
 from auditor.sbom.inputs import BuildInfo, DepsInfo, Module, sha256_or_none
 from auditor.sbom.locator import Locator
-from auditor.sbom.vex import Basis, Justification, VexJudgement, VexStatus
+from auditor.sbom.vex import Basis, VexJudgement
 from auditor.textsafe import dump_json, redact
 
 #: the serial of a reproducible SBOM is uuid5(SERIAL_NAMESPACE, sha256 of the content)

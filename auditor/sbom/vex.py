@@ -21,24 +21,8 @@ from enum import StrEnum
 
 from packaging.utils import canonicalize_name
 
-from auditor.policy import Waiver
+from auditor.policy import Justification, VexStatus, Waiver
 from auditor.sbom.inputs import DepsInfo, Vulnerability
-
-
-class VexStatus(StrEnum):
-    NOT_AFFECTED = "not_affected"
-    AFFECTED = "affected"
-    FIXED = "fixed"
-    UNDER_INVESTIGATION = "under_investigation"
-
-
-class Justification(StrEnum):
-    """The OpenVEX justifications auditor (or a reviewer's waiver) may state."""
-
-    COMPONENT_NOT_PRESENT = "component_not_present"
-    VULNERABLE_CODE_NOT_PRESENT = "vulnerable_code_not_present"
-    CANNOT_BE_CONTROLLED = "vulnerable_code_cannot_be_controlled_by_adversary"
-    INLINE_MITIGATIONS = "inline_mitigations_already_exist"
 
 
 class Basis(StrEnum):

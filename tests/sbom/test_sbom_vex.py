@@ -18,10 +18,10 @@ from cyclonedx.validation import make_schemabased_validator
 from support import GitRepo, write_spec
 
 from auditor.errors import SpecError
-from auditor.policy import Waiver, load_waivers
+from auditor.policy import Justification, VexStatus, Waiver, load_waivers
 from auditor.sbom.inputs import Dependency, DepsInfo, Vulnerability
 from auditor.sbom.openvex import CONTEXT, OPENVEX_SCHEMA, Product, build_openvex
-from auditor.sbom.vex import Basis, Justification, VexStatus, judge, waivers_by_label
+from auditor.sbom.vex import Basis, judge, waivers_by_label
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "deps"))
 from deps_osv_records import record, write_snapshot  # noqa: E402
