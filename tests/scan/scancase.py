@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from support import GitRepo, export_tree, write_spec
 
-from auditor.model import BundleFile, Scope, Workspace
+from auditor.model import BundleFile, Scope, StageResult, Workspace
+from auditor.scan.stage import ScanStage
 from auditor.spec import load_spec
 from auditor.stage import Context, Options
 
@@ -144,6 +147,29 @@ def context(tmp: Path, repo: GitRepo, commits: list[str], bundle: Path, ws: Work
 
 def bundle_of(repo: GitRepo, rev: str, dest: Path) -> Path:
     return export_tree(repo, rev, dest)
+
+
+@dataclass
+class SeriesScan:
+    repo: GitRepo
+    bundle: Path
+    commits: list[str]
+    result: StageResult
+
+
+def scan_series(tmp: Path, series: list[tuple[str, Mapping[str, str]]], *,
+                upstream: Mapping[str, str] | None = None) -> SeriesScan:
+    """The real scan stage over a series on a one-commit upstream (tag v1.0.0): each
+    ``(subject, files)`` one commit by the fork's author, the bundle the series' head."""
+    repo = GitRepo(tmp / "engine")
+    repo.commit("upstream", files=dict(upstream or {"README.md": "engine\n"}))
+    repo.tag("v1.0.0")
+    repo.checkout("series", new=True)
+    commits = [repo.commit(subject, files=dict(files), author=FORK) for subject, files in series]
+    bundle = bundle_of(repo, "series", tmp / "bundle")
+    ws = workspace(repo, "v1.0.0", "series", bundle)
+    ctx = context(tmp / "run", repo, commits, bundle, ws, cache=tmp / "cache")
+    return SeriesScan(repo, bundle, commits, ScanStage().run(ctx))
 
 
 def semgrep_shipped_rules(semgrep: str, root: Path, targets: list[str]) -> dict[str, Any]:

@@ -10,12 +10,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from scancase import FORK, bundle_of, context, workspace
+from scancase import scan_series
 from support import GitRepo
 
 from auditor.model import Action, Finding, StageResult
 from auditor.results.scan import ScanData
-from auditor.scan.stage import ScanStage
 
 PIPE = "https://get.evil.example/i.sh"
 
@@ -145,18 +144,10 @@ class Case:
 
 @pytest.fixture(scope="module")
 def case(tmp_path_factory: pytest.TempPathFactory) -> Case:
-    tmp = tmp_path_factory.mktemp("cmdlines")
-    repo = GitRepo(tmp / "engine")
-    repo.commit("upstream", files={"README.md": "engine\n"})
-    repo.tag("v1.0.0")
-    repo.checkout("series", new=True)
     files = {p: (v[0] if isinstance(v, tuple) else v) for p, v in HOSTILE.items()}
-    commits = [repo.commit("build and launch files", files=files, author=FORK),
-               repo.commit("benign twins", files=BENIGN, author=FORK)]
-    bundle = bundle_of(repo, "series", tmp / "bundle")
-    ws = workspace(repo, "v1.0.0", "series", bundle)
-    ctx = context(tmp / "run", repo, commits, bundle, ws, cache=tmp / "cache")
-    return Case(repo, bundle, commits, ScanStage().run(ctx))
+    run = scan_series(tmp_path_factory.mktemp("cmdlines"), [
+        ("build and launch files", files), ("benign twins", BENIGN)])
+    return Case(run.repo, run.bundle, run.commits, run.result)
 
 
 def _line(text: str, needle: str) -> int:

@@ -9,11 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pytest
-from scancase import FORK, bundle_of, context, workspace
-from support import GitRepo
+from scancase import scan_series
 
 from auditor.model import Action, Finding, StageResult
-from auditor.scan.stage import ScanStage
 
 # path -> (text, the line text, the rule, the action it must have there)
 HOSTILE: dict[str, tuple[str, str, str, Action]] = {
@@ -108,18 +106,10 @@ class Case:
 
 @pytest.fixture(scope="module")
 def case(tmp_path_factory: pytest.TempPathFactory) -> Case:
-    tmp = tmp_path_factory.mktemp("origins")
-    repo = GitRepo(tmp / "engine")
-    repo.commit("upstream", files={"LICENSE": "engine\n"})
-    repo.tag("v1.0.0")
-    repo.checkout("series", new=True)
-    commits = [repo.commit("sm86 build and docs", files={p: v[0] for p, v in HOSTILE.items()},
-                           author=FORK),
-               repo.commit("benign twins", files=BENIGN, author=FORK)]
-    bundle = bundle_of(repo, "series", tmp / "bundle")
-    ws = workspace(repo, "v1.0.0", "series", bundle)
-    ctx = context(tmp / "run", repo, commits, bundle, ws, cache=tmp / "cache")
-    return Case(commits, ScanStage().run(ctx))
+    run = scan_series(tmp_path_factory.mktemp("origins"), [
+        ("sm86 build and docs", {p: v[0] for p, v in HOSTILE.items()}),
+        ("benign twins", BENIGN)], upstream={"LICENSE": "engine\n"})
+    return Case(run.commits, run.result)
 
 
 def _line(text: str, needle: str) -> int:
