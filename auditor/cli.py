@@ -40,6 +40,10 @@ OnlineOpt = Annotated[bool, typer.Option("--online", help="allow network access 
 KeyOpt = Annotated[Path | None, typer.Option("--key", metavar="KEY", help=(
     "sign the provenance, SBOM and verification summary with this private key (default: "
     "$AUDITOR_SIGNING_KEY, else the spec's attest key)"))]
+BuildFromOpt = Annotated[Path | None, typer.Option(
+    "--build-from", metavar="DIR", file_okay=False, help=_lit(
+        "import the build stage from the folder `auditor build SPEC --out DIR` wrote on the CUDA "
+        "host (checked: same bundle tree, recipe sha256, changed modules, every file's sha256)"))]
 CacheOpt = Annotated[Path | None, typer.Option(
     "--cache", metavar="DIR", file_okay=False, help=_lit(
         "the cache folder (default: $AUDITOR_CACHE, else [scan] cache, else ~/.cache/auditor)"))]
@@ -214,6 +218,10 @@ def build(
     folder: Annotated[Path | None, typer.Option("--dir", metavar="DIR", file_okay=False, help=_lit(
         "with `build prepare`: the toolchain folder (default: the recipe's [toolchain] dir)"))
     ] = None,
+    out: Annotated[Path | None, typer.Option("--out", metavar="DIR", file_okay=False, help=_lit(
+        "write the build folder (build.json record, wheel, modules) for `auditor audit SPEC "
+        "--build-from DIR` on another machine (default: only the wheel, into builds/out)"))
+    ] = None,
 ) -> None:
     """Compile the changed CUDA modules from audited source and overlay the official wheel.
     `auditor build prepare RECIPE [--online] [--dir DIR]` fetches (--online) and checks the
@@ -233,9 +241,28 @@ def build(
             _fail(exc)
         raise typer.Exit(0)
 
+    if out is not None:  # an unusable --out is exit 2 before the build starts
+        from auditor.outputs import check_out_dir
+        from auditor.rebuild.imported import BUILD_DIR_SCHEMA
+
+        try:
+            check_out_dir(out, spec=_load(spec), schema=BUILD_DIR_SCHEMA)
+        except AuditError as exc:
+            _fail(exc)
+
     def copy_out(result: StageResult, ctx: Any) -> None:
         from auditor.rebuild.stage import export_build
 
+        if out is not None:
+            from auditor.rebuild.imported import write_build_dir
+
+            if result.status is StageStatus.NOT_REQUESTED:
+                return  # said below: the spec has no [build]
+
+            written = write_build_dir(result, ctx, out)
+            err.print(f"build folder: {_escape(str(out))}" if written is not None else
+                      "[yellow]no build folder written: the bundle was not verified[/yellow]")
+            return
         wheel = export_build(result, ctx, Path("builds/out"))
         if wheel is not None:
             err.print(f"wheel: {_escape(str(wheel))}")
@@ -309,13 +336,14 @@ def audit(
                                             "does")] = FailOn.REVIEW,
     cache: CacheOpt = None,
     key: KeyOpt = None,
+    build_from: BuildFromOpt = None,
 ) -> None:
     """Every stage; writes the audit directory (reports, SBOM, provenance, unit, wheel)."""
     from auditor.pipeline import audit as run_audit
     from auditor.report.console import print_summary
 
     options = _options(online=online, scope=scope, reproducible=reproducible, fail_on=fail_on,
-                       cache=cache)
+                       cache=cache, build_from=build_from)
     try:
         result = run_audit(_load(spec), options, out, key_file=key)
     except AuditError as exc:
@@ -334,12 +362,14 @@ def gate(
     as_json: JsonOpt = False,
     cache: CacheOpt = None,
     key: KeyOpt = None,
+    build_from: BuildFromOpt = None,
 ) -> None:
     """Decide an engine upgrade against the last approved audit."""
     from auditor.gate import run_gate
 
     try:
-        code = run_gate(_load(spec), baseline, out, _options(fail_on=fail_on, cache=cache),
+        code = run_gate(_load(spec), baseline, out,
+                        _options(fail_on=fail_on, cache=cache, build_from=build_from),
                         as_json, key_file=key)
     except AuditError as exc:
         _fail(exc)

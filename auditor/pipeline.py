@@ -107,6 +107,12 @@ def run_pipeline(spec: Spec, options: Options, wanted: Iterable[str], ctx_out: P
         if checker.requested(spec):
             checker.check_inputs(spec)
     waivers = waivers_of(spec)  # a bad waivers file is exit 2 before any stage runs, too
+    importing = options.build_from is not None and "build" in closure(wanted)
+    if importing:
+        assert options.build_from is not None
+        from auditor.rebuild.imported import check_build_from
+
+        check_build_from(spec, options.build_from)  # no record: exit 2 before any stage runs
     stages = [load_stage(name) for name in closure(wanted)]
     prepared: set[str] = set()
     for stage in stages:
@@ -121,6 +127,11 @@ def run_pipeline(spec: Spec, options: Options, wanted: Iterable[str], ctx_out: P
         result = replace(result, findings=tuple(apply_waivers(result.findings, waivers)))
         ctx.results[name] = result
         ctx.console.print(f"[bold]{name}[/bold] {_status_word(result)}")
+        if name == "verify" and importing and ctx.workspace is not None:
+            assert options.build_from is not None
+            from auditor.rebuild.imported import check_same_bundle
+
+            check_same_bundle(ctx.workspace, options.build_from)  # another bundle's: exit 2 now
         _prepare_ready(stages, ctx, prepared)
     if set(closure(wanted)) == set(STAGES):  # a whole audit: a waiver naming nothing is stale
         _report_unused(ctx, waivers)
@@ -254,6 +265,8 @@ def audit(spec: Spec, options: Options, out: Path, *, inputs: Iterable[Path] = (
 
     signer = audit_signing_key(spec, key_file)  # a bad key: exit 2 before anything runs
     extra = [key_file] if key_file is not None else []
+    if options.build_from is not None:  # the imported build folder is an input, never replaced
+        extra.append(options.build_from)
     directory = AuditDirectory(out, spec=spec, inputs=[*inputs, *extra])
     try:
         with tempfile.TemporaryDirectory(prefix="auditor-") as work:

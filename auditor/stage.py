@@ -35,6 +35,7 @@ class Options:
     verbose: bool = False
     reference: bool = False  # scan through the reference runner (auditor.scan.reference)
     explain: bool = False  # the scan says per file which readings ran (auditor.scan.plan)
+    build_from: Path | None = None  # import the build from this folder (auditor.rebuild.imported)
 
 
 def stderr_console() -> Console:

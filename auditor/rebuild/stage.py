@@ -103,6 +103,10 @@ class BuildStage(Stage):
         return spec.build is not None
 
     def run(self, ctx: Context) -> StageResult:
+        if ctx.options.build_from is not None:  # built on the CUDA host; checked and taken here
+            from auditor.rebuild.imported import import_build
+
+            return import_build(ctx, ctx.options.build_from)
         return _BuildRun(ctx).run()
 
 

@@ -509,7 +509,12 @@ def _build_summary(d: BuildData) -> str:
     parts = []
     if d.wheel is not None:
         parts.append(f"wheel {d.wheel.file} (sha256 {short(d.wheel.sha256, 16)})")
-    parts.append(f"{len(d.built)} module(s) compiled here")
+    if d.imported is not None:
+        parts.append(f"{len(d.built)} module(s) compiled on the build host, imported from "
+                     f"{redact(d.imported.source)}/{d.imported.record} (sha256 "
+                     f"{short(d.imported.record_sha256, 16)})")
+    else:
+        parts.append(f"{len(d.built)} module(s) compiled here")
     parts.append(reproducible_word(d.reproducible))
     return "; ".join(parts)
 

@@ -185,6 +185,26 @@ class PythonFiles:
 
 
 @dataclass(frozen=True)
+class ImportedBuild:
+    """Where an imported build came from (``auditor audit --build-from DIR``): the folder as the
+    outputs name it, the sha256 of its build record, and the auditor that wrote the record."""
+
+    source: str
+    record: str
+    record_sha256: str
+    tool: Mapping[str, str] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"from": self.source, "record": self.record, "record_sha256": self.record_sha256,
+                "tool": dict(self.tool)}
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> ImportedBuild:
+        return cls(source=str(d["from"]), record=str(d["record"]),
+                   record_sha256=str(d["record_sha256"]), tool=str_map(obj(d.get("tool", {}))))
+
+
+@dataclass(frozen=True)
 class BuildData(StageData):
     recipe: str
     target: str
@@ -204,6 +224,7 @@ class BuildData(StageData):
     python: PythonFiles = PythonFiles()
     source_date_epoch: int | None = None
     official_differs_from_upstream: tuple[str, ...] | None = None
+    imported: ImportedBuild | None = None  # built on another machine, checked and imported here
 
     @property
     def built(self) -> tuple[ModuleRecord, ...]:
@@ -230,6 +251,8 @@ class BuildData(StageData):
         }
         if self.official_differs_from_upstream is not None:
             out["official_differs_from_upstream"] = list(self.official_differs_from_upstream)
+        if self.imported is not None:
+            out["imported"] = self.imported.to_json()
         return out
 
     @classmethod
@@ -251,4 +274,5 @@ class BuildData(StageData):
             source_date_epoch=opt_int(d["source_date_epoch"]),
             started=str(d["started"]), finished=opt_str(d["finished"]),
             official_differs_from_upstream=(strs(d["official_differs_from_upstream"])
-                                            if "official_differs_from_upstream" in d else None))
+                                            if "official_differs_from_upstream" in d else None),
+            imported=(ImportedBuild.from_json(obj(d["imported"])) if "imported" in d else None))

