@@ -12,9 +12,14 @@ of its own ("Merge branch 'tuning' into fork") — about 100 commits, 2 merges. 
 with ``[patches] model = "merge"`` and ``commits = "range"``; the bundle is ``git archive`` of the
 head, as a hosting site serves it.
 
-Measured in one run, each ``--runs`` times (median): ``auditor audit`` with an empty cache, and
-``bandit -r`` over the unpacked bundle (the yardstick). Prints a Markdown section for RESULTS.md
-with the ratio, and the audit's verdict and proof statement. Exit 1 when the proof does not hold.
+Measured in one run, each ``--runs`` times (median): ``auditor audit`` with an empty cache, then
+again on its cache (warm), and ``bandit -r`` over the unpacked bundle (the yardstick). With
+``--before DIR`` (a copy of the package from before a change, ``cp -rL auditor DIR/``, run
+through ``PYTHONPATH``) the same runs of that side too, the sides alternating; ``--after DIR``
+runs the after side from a copy (the scan cache's key covers every scan module: a checkout
+others edit between two runs turns a warm run into a cold one). Prints a Markdown section for
+RESULTS.md with the ratios, and the audit's verdict and proof statement. Exit 1 when the proof
+does not hold.
 """
 
 from __future__ import annotations
@@ -118,6 +123,10 @@ def main() -> None:
     ap.add_argument("--reuse", action="store_true",
                     help="keep the fork WORK already holds (its shape is read again)")
     ap.add_argument("--build-only", action="store_true", help="make the fork, measure nothing")
+    ap.add_argument("--before", type=Path, default=None,
+                    help="a copy of the package before a change, measured beside the after side")
+    ap.add_argument("--after", type=Path, default=None,
+                    help="a copy of the package to run as the after side (default: the checkout)")
     args = ap.parse_args()
     if not (args.case / "repo").is_dir():
         raise SystemExit(f"{args.case}: no case; run benchmarks/real_bench_case.py first")
@@ -127,33 +136,43 @@ def main() -> None:
     if args.build_only:
         print(shape)
         return
-    audits: list[tuple[float, float]] = []
-    bandits: list[tuple[float, float]] = []
-    for _ in range(args.runs):
-        cache = work / "cache"
-        shutil.rmtree(cache, ignore_errors=True)
-        shutil.rmtree(work / "out", ignore_errors=True)
-        audits.append(timed([str(BIN / "auditor"), "audit", str(work / "audit.toml"), "--out",
-                             str(work / "out")], env={**os.environ, "AUDITOR_CACHE": str(cache)}))
-        bandits.append(timed([str(BIN / "bandit"), "-r", "-q", "-f", "json", "-o",
-                              str(work / "bandit.json"), str(work / "tree")]))
-    doc = json.loads((work / "out" / "audit.json").read_text(encoding="utf-8"))
+    sides: list[tuple[str, Path | None]] = [("after", args.after)]
+    if args.before is not None:
+        sides.insert(0, ("before", args.before))
+    runs: dict[str, list[tuple[float, float]]] = {"bandit": []}
+    load = os.getloadavg()[0]
+    for n in range(args.runs):
+        for side, copy in (sides if n % 2 == 0 else sides[::-1]):
+            env = {**os.environ, "AUDITOR_CACHE": str(work / f"cache-{side}")}
+            if copy is not None:
+                env["PYTHONPATH"] = str(copy.resolve())
+            shutil.rmtree(work / f"cache-{side}", ignore_errors=True)
+            for kind in ("cold", "warm"):
+                out = work / f"out-{side}"
+                shutil.rmtree(out, ignore_errors=True)
+                runs.setdefault(f"{side} {kind}", []).append(timed(
+                    [sys.executable, "-m", "auditor", "audit", str(work / "audit.toml"),
+                     "--out", str(out)], env=env))
+        runs["bandit"].append(timed([str(BIN / "bandit"), "-r", "-q", "-f", "json", "-o",
+                                     str(work / "bandit.json"), str(work / "tree")]))
+    doc = json.loads((work / "out-after" / "audit.json").read_text(encoding="utf-8"))
     verify = doc["stages"]["verify"]
     med = {k: (statistics.median(w for w, _ in v), statistics.median(c for _, c in v))
-           for k, v in (("audit", audits), ("bandit", bandits))}
-    print(f"## Merge-based fork, cold audit vs whole-tree bandit ({time.strftime('%Y-%m-%d')})\n")
-    print(f"Case: `python benchmarks/merge_fork_bench.py --runs {args.runs}`: a fork of the real "
-          f"vLLM Python tree from v1 with {shape['commits']} commits in v2..fork "
-          f"({shape['merges']} merges), net diff {shape['stat']}. Load average at the start: "
-          f"{os.getloadavg()[0]:.1f}.\n")
-    print("| what | median wall s | median CPU s | runs (wall/CPU) |\n|---|---:|---:|---|")
-    for name, key in (("`auditor audit` cold (empty cache)", "audit"),
-                      ("`bandit -r` whole tree", "bandit")):
-        runs = audits if key == "audit" else bandits
+           for k, v in runs.items()}
+    print(f"## Merge-based fork, audit vs whole-tree bandit ({time.strftime('%Y-%m-%d %H:%M')})\n")
+    print(f"Case: `python benchmarks/merge_fork_bench.py --runs {args.runs}"
+          f"{' --before DIR' if args.before else ''}{' --after DIR' if args.after else ''}`: "
+          f"a fork of the real vLLM Python tree from v1 with {shape['commits']} commits in "
+          f"v2..fork ({shape['merges']} merges), net diff {shape['stat']}. Load average at the "
+          f"start: {load:.1f}.\n")
+    print("| what | median wall s | median CPU s | wall / bandit | CPU / bandit | runs "
+          "(wall/CPU) |\n|---|---:|---:|---:|---:|---|")
+    for key, values in runs.items():
+        name = "`bandit -r` whole tree" if key == "bandit" else f"`auditor audit` {key}"
         print(f"| {name} | {med[key][0]:.2f} | {med[key][1]:.2f} | "
-              f"{', '.join(f'{w:.1f}/{c:.1f}' for w, c in runs)} |")
-    print(f"\nRatio: **{med['audit'][0] / med['bandit'][0]:.3f}×** wall, "
-          f"**{med['audit'][1] / med['bandit'][1]:.3f}×** CPU of whole-tree bandit. Verdict "
+              f"{med[key][0] / med['bandit'][0]:.3f} | {med[key][1] / med['bandit'][1]:.3f} | "
+              f"{', '.join(f'{w:.1f}/{c:.1f}' for w, c in values)} |")
+    print(f"\nTarget (issue 28): cold ≤ 0.10× of whole-tree bandit. Verdict "
           f"{doc['verdict']}; proof ok: {verify.get('ok')}; series listed "
           f"{len(verify['series']['listed'])} commit(s), model {verify['series']['model']}.")
     if not verify.get("ok"):

@@ -16,8 +16,8 @@ import os
 import re
 import struct
 import zipfile
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from pathlib import Path
 from typing import IO, Any
@@ -74,6 +74,7 @@ class Anomaly:
     commit: str | None
     content: str | None = None  # what the content sniffer saw (elf, wheel, pickle, ...)
     evidence: str = ""  # a stable token for the fingerprint (blob sha, link target, line)
+    inherited: bool = False  # the change is an upstream commit's that the fork merged in
 
     @property
     def is_finding(self) -> bool:
@@ -85,9 +86,12 @@ class Anomaly:
         return SEVERITY[self.kind]
 
     def to_json(self) -> dict[str, Any]:
-        return {"kind": self.kind.value, "path": display(self.path), "message": self.message,
-                "commit": self.commit, "content": self.content,
-                "severity": self.severity.value}
+        out: dict[str, Any] = {"kind": self.kind.value, "path": display(self.path),
+                               "message": self.message, "commit": self.commit,
+                               "content": self.content, "severity": self.severity.value}
+        if self.inherited:
+            out["inherited"] = True
+        return out
 
 
 # ---------------------------------------------------------------- content
@@ -294,10 +298,28 @@ def find_anomalies(*, git: ProofGit, upstream_commit: str, head_commit: str,
                    upstream: Mapping[str, TreeEntry], series: Mapping[str, TreeEntry],
                    manifest: Mapping[str, BundleFile], files: BundleFiles,
                    git_entries: Iterable[str], differences: Iterable[Difference],
-                   modes: Mapping[str, SpecialMode] | None = None) -> list[Anomaly]:
+                   modes: Mapping[str, SpecialMode] | None = None,
+                   own: Collection[str] | None = None) -> list[Anomaly]:
     """Anomalies among the bundle paths that differ from upstream, plus tree-level ones;
     ``modes``: the bundle entries with special mode bits (all of them are the bundle's own:
-    git stores none)."""
+    git stores none); ``own``: the fork's own commits (listed or hidden; not upstream's, not
+    upstream cherry-picks). In a merge-based fork ``upstream..head`` also holds upstream's
+    commits that the fork merged in (another release line, upstream's main): an anomaly one of
+    them made is upstream's (inherited), never credited to that commit as the fork's."""
+    out = _anomalies(git, upstream_commit, head_commit, upstream, series, manifest, files,
+                     git_entries, differences, modes)
+    if own is None:
+        return out
+    fork = set(own)
+    return [replace(a, commit=None, inherited=True)
+            if a.commit is not None and a.commit not in fork else a for a in out]
+
+
+def _anomalies(git: ProofGit, upstream_commit: str, head_commit: str,
+               upstream: Mapping[str, TreeEntry], series: Mapping[str, TreeEntry],
+               manifest: Mapping[str, BundleFile], files: BundleFiles,
+               git_entries: Iterable[str], differences: Iterable[Difference],
+               modes: Mapping[str, SpecialMode] | None) -> list[Anomaly]:
     who = Attributor(git, upstream_commit, head_commit, series)
     out: list[Anomaly] = []
     changed = []

@@ -77,7 +77,7 @@ def finding_of(a: Anomaly, policy: Policy) -> Finding:
     path = display(a.path)
     return Finding(rule=rule, category=category, severity=a.severity,
                    action=policy.action_for(category, path, rule), path=path, line=0,
-                   commit=a.commit, message=a.message, scanner="verify",
+                   commit=a.commit, inherited=a.inherited, message=a.message, scanner="verify",
                    fingerprint=fingerprint_of(rule, path, a.evidence))
 
 
@@ -160,7 +160,8 @@ class VerifyStage(Stage):
             upstream=side.upstream_entries, series=side.series_entries,
             manifest=bundle.manifest, files=files,
             git_entries=bundle.info.git_entries, differences=differences,
-            modes=bundle.info.modes)
+            modes=bundle.info.modes,
+            own=[c for c in side.series.actual if c not in side.picks])
         findings = (*(finding_of(a, policy) for a in anomalies if a.is_finding),
                     *ignored_findings(upstream_git, git, policy))
         ok = not reasons

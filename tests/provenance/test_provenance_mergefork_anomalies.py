@@ -1,0 +1,60 @@
+"""Anomalies of a merge-based fork are tied to the fork's own commits only (issue 28, measured on
+ROCm/vllm): a script upstream made executable on its main, which the fork merged, was reported as
+"commit 02751a7a42 (not in the listed series)" — an upstream commit credited as the fork's."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from support import GitRepo, write_spec
+
+FORK = "Fork Author <fork@community.example>"
+
+
+def _verify(tmp_path: Path, spec: dict[str, Any]) -> dict[str, Any]:
+    path = write_spec(tmp_path / "audit.toml", spec)
+    res = subprocess.run([sys.executable, "-m", "auditor", "verify", str(path), "--json"],
+                         capture_output=True, text=True, timeout=300)
+    data: dict[str, Any] = json.loads(res.stdout)
+    assert data["ok"] is True and res.returncode in (0, 1), (res.stderr, data["reasons"])
+    return data
+
+
+def test_an_executable_upstream_merged_in_is_upstreams_and_the_forks_own_is_the_forks(tmp_path):
+    up = GitRepo(tmp_path / "upstream")
+    up.commit("initial", files={"engine/__init__.py": "VERSION = '1.0'\n",
+                                "ci/test.sh": "echo test\n"})
+    up.tag("v1.0")
+    up.write("ci/ppc.sh", "echo ppc\n", mode=0o755)
+    up.write("ci/test.sh", "echo test\n", mode=0o755)
+    upstream_fix = up.commit("upstream: fix the ppc64le CI job")
+    fork = GitRepo(tmp_path / "fork")
+    fork.git("fetch", "-q", str(up.path), "main:refs/remotes/up/main", "tag", "v1.0")
+    fork.git("checkout", "-q", "-b", "fork", "v1.0")
+    fork.write("tools/launch.sh", "echo launch\n", mode=0o755)
+    own = fork.commit("fork: a launcher", author=FORK)
+    fork.git("merge", "--no-ff", "-q", "-m", "Merge remote-tracking branch 'up/main' into fork",
+             "up/main")
+    archive = fork.archive(tmp_path / "fork.tar", "fork", prefix="f/")
+    data = _verify(tmp_path, {
+        "engine": {"profile": "generic", "version": "1.0"},
+        "upstream": {"repo": str(up.path), "ref": "v1.0"},
+        "patches": {"repo": str(fork.path), "ref": "fork", "model": "merge",
+                    "commits": "range"},
+        "bundle": {"path": str(archive), "strip_components": 1},
+        "scan": {"scope": "diff"},
+    })
+    assert data["series"]["upstream_merged"] == [upstream_fix]
+    by_path = {f["path"]: f for f in data["findings"] if f["rule"] == "provenance.executable-bit"}
+    assert set(by_path) == {"ci/ppc.sh", "ci/test.sh", "tools/launch.sh"}
+    assert by_path["tools/launch.sh"]["commit"] == own
+    assert not by_path["tools/launch.sh"]["inherited"]
+    for path in ("ci/ppc.sh", "ci/test.sh"):  # upstream's: never "commit X (not in the series)"
+        assert by_path[path]["commit"] is None and by_path[path]["inherited"] is True, path
+    anomalies = {a["path"]: a for a in data["anomalies"]}
+    assert anomalies["ci/ppc.sh"].get("inherited") is True and anomalies["ci/ppc.sh"]["commit"] is None
+    assert "inherited" not in anomalies["tools/launch.sh"]
