@@ -270,7 +270,9 @@ _FAMILIES: tuple[RuleDoc, ...] = (
             "`build.bundle-binary`: a binary of the series that nothing builds (left out of the "
             "wheel); `build.toolchain-mismatch`: the toolchain differs from the recipe's pin; "
             "`build.unclaimed-native-source`: native source no build target claims; "
-            "`build.abi-weak-symbols-missing`: the built module lacks symbols the official one has.",
+            "`build.abi-weak-symbols-missing`: the built module lacks symbols the official one has; "
+            "`build.differs-from-official`: the built module's registered ops, exported symbols, "
+            "needed libraries or GPU archs differ from the official module's (read statically).",
             "Build the module from source or remove the binary; pin the recipe's toolchain.",
             "tinyllm/_C_sm86.so   (85 bytes, added by the series, built by no recipe target)",
             "csrc/rmsnorm.cu   (compiled here by the recipe's nvcc target)", "text", True),

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import hashlib
+import re
 from pathlib import Path
+from typing import Any
 
 from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
@@ -72,3 +74,67 @@ def section_differences(a: Path, b: Path) -> list[str]:
     if not out and a.read_bytes() != b.read_bytes():
         out.append("(headers or padding outside sections)")
     return out
+
+
+def _ordered_sections(path: Path) -> list[tuple[str, int, bytes | None]]:
+    """(name, file offset, bytes; None for NOBITS) of every section, in file order."""
+    with path.open("rb") as f:
+        elf = ELFFile(f)
+        out = []
+        for i, sec in enumerate(elf.iter_sections()):
+            data = None if sec["sh_type"] == "SHT_NOBITS" else sec.data()
+            out.append((sec.name or f"#{i}", int(sec["sh_offset"]), data))
+        return sorted(out, key=lambda s: s[1])
+
+
+_TIME_RE = re.compile(rb"\b\d{2}:\d{2}:\d{2}\b|\b(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)"
+                      rb" [ \d]\d \d{4}\b")
+_TMP_RE = re.compile(rb"tmpxft_[0-9a-f]+_[0-9a-f]+|/tmp/[\w.-]+|cc[A-Za-z0-9]{6}\.o")
+
+
+def _cause(name: str, a: bytes, b: bytes, roots: tuple[bytes, bytes]) -> str:
+    """The likely reason two versions of one section differ (a reader's first guess)."""
+    ra, rb = roots
+    if (ra and ra in a) or (rb and rb in b):
+        return "the build path (the folder the module was built in is recorded in it)"
+    if name == ".note.gnu.build-id":
+        return "the build id (a hash of the other bytes: look at the next differing section)"
+    if set(_TIME_RE.findall(a)) != set(_TIME_RE.findall(b)):
+        return "a timestamp (__DATE__/__TIME__ or a tool's build time)"
+    if set(_TMP_RE.findall(a)) != set(_TMP_RE.findall(b)):
+        return "a temporary file name (nvcc's tmpxft_<pid> names, compiler temp files)"
+    if name.startswith((".debug", ".zdebug")):
+        return "debug information"
+    return "unknown (different code or data; compare the two files with diffoscope)"
+
+
+def first_difference(a: Path, b: Path, *, roots: tuple[str, str] = ("", "")) -> dict[str, Any]:
+    """The first section, in file order, whose bytes differ between two builds, and its likely
+    cause (the GNU build id, a hash of the other bytes, only when nothing else differs); ``roots`` are the two build folders (found in a section: the build path). ``{}`` when
+    the files are equal."""
+    if a.read_bytes() == b.read_bytes():
+        return {}
+    try:
+        sa, sb = _ordered_sections(a), _ordered_sections(b)
+    except (ELFError, OSError, ValueError) as exc:
+        return {"section": None, "cause": f"not comparable as ELF: {exc}"}
+    by_name = {n: d for n, _o, d in sb}
+    enc = (roots[0].encode(), roots[1].encode())
+    build_id: dict[str, Any] = {}
+    for name, offset, data in sa:
+        if name not in by_name:
+            return {"section": name, "offset": offset,
+                    "cause": "the section is only in the first build"}
+        other = by_name[name]
+        if data != other:
+            found = {"section": name, "offset": offset,
+                     "cause": _cause(name, data or b"", other or b"", enc)}
+            if name != ".note.gnu.build-id":
+                return found
+            build_id = build_id or found  # a hash of the rest: the cause lies further on
+    if build_id:
+        return build_id
+    extra = [n for n, _o, _d in sb if n not in {x[0] for x in sa}]
+    if extra:
+        return {"section": extra[0], "cause": "the section is only in the second build"}
+    return {"section": None, "cause": "headers or padding outside the sections (layout)"}

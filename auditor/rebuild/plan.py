@@ -120,6 +120,7 @@ def make_plan(ws: Workspace, recipe: Recipe, native_globs: Iterable[str]) -> Bui
     for module in recipe.modules:
         sd = module.cmake.source_dir if module.cmake is not None else None
         fed = [c.path for c in changes if match_any(c.path, module.sources)
+               and not match_any(c.path, module.exclude)
                and not (sd is not None and is_cmake_file(c.path) and _under(c.path, sd))]
         why: list[str] = []
         if module.builder is BuilderKind.CMAKE and module.cmake is not None:

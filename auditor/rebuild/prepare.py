@@ -77,7 +77,8 @@ def toolchain_dir(recipe: Recipe, override: Path | None = None) -> Path:
 
 
 def prepare(recipe: Recipe, *, online: bool, folder: Path | None = None,
-            fetch: Fetcher = pip_fetch) -> list[Prepared]:
+            fetch: Fetcher = pip_fetch,
+            progress: Callable[[str], None] | None = None) -> list[Prepared]:
     """Check (and with ``online`` fetch) every pinned package, then unpack it; see the module doc."""
     dest = toolchain_dir(recipe, folder)
     packages = recipe.toolchain.packages
@@ -95,10 +96,12 @@ def prepare(recipe: Recipe, *, online: bool, folder: Path | None = None,
             hint=f"run `auditor build prepare {recipe.path.name} --online` once to fetch them")
     state = _state(dest)
     out: list[Prepared] = []
-    for pkg in packages:
+    say = progress or (lambda _m: None)
+    for i, pkg in enumerate(packages, 1):
         target = wheels / pkg.file
         action = "present"
         if not target.is_file():
+            say(f"[{i}/{len(packages)}] fetching {pkg.file}")
             with tempfile.TemporaryDirectory(prefix=".fetch-", dir=dest) as tmp:
                 got = fetch(pkg, Path(tmp))
                 _check(pkg, got)
@@ -108,6 +111,7 @@ def prepare(recipe: Recipe, *, online: bool, folder: Path | None = None,
             _check(pkg, target)
         unpacked = False
         if state.get(pkg.file) != pkg.sha256:
+            say(f"[{i}/{len(packages)}] unpacking {pkg.file} ({target.stat().st_size} bytes)")
             if pkg.file.endswith(".whl"):
                 _unpack_into(target, dest / "site-packages", dest)
             state[pkg.file] = pkg.sha256
@@ -116,6 +120,7 @@ def prepare(recipe: Recipe, *, online: bool, folder: Path | None = None,
         out.append(Prepared(pkg, target, target.stat().st_size, action, unpacked))
     if recipe.toolchain.python:
         make_venv(recipe.toolchain.python, dest)
+    make_placeholders(recipe, dest)
     if recipe.toolchain.cuda_driver_stub:
         nvcc = which(recipe.toolchain.nvcc_path)
         if nvcc is None:
@@ -123,6 +128,22 @@ def prepare(recipe: Recipe, *, online: bool, folder: Path | None = None,
                               "names the functions of the driver link stub")
         header = Path(os.path.realpath(nvcc)).parent.parent / "include" / "cuda.h"
         make_driver_stub(header, dest / "stubs", cc=recipe.toolchain.cc)
+    return out
+
+
+PLACEHOLDER_NOTE = ("auditor build prepare: a placeholder. The engine's CMake wants this dependency's "
+                    "sources in a folder; the recipe builds nothing from it, and a module that "
+                    "would be built from here fails (its output is not produced).\n")
+
+
+def make_placeholders(recipe: Recipe, dest: Path) -> list[Path]:
+    """``<dest>/placeholders/<name>/NOT-BUILT-FROM-HERE`` for each ``[toolchain] placeholders``."""
+    out = []
+    for name in recipe.toolchain.placeholders:
+        folder = dest / "placeholders" / name
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "NOT-BUILT-FROM-HERE").write_text(PLACEHOLDER_NOTE)
+        out.append(folder)
     return out
 
 

@@ -82,6 +82,10 @@ class ToolchainRecipe:
     python: str | None = None
     #: generate ``<dir>/stubs/libcuda.so`` (a link stub: no registry ships the driver library)
     cuda_driver_stub: bool = False
+    #: ``<dir>/placeholders/<name>/``: non-empty folders that stand where the engine's CMake wants
+    #: the sources of a dependency this recipe never builds (a module built from one fails: its
+    #: output is not there)
+    placeholders: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -123,6 +127,13 @@ class ModuleRecipe:
     builder: BuilderKind
     nvcc: NvccRecipe | None = None
     cmake: CMakeRecipe | None = None
+    #: globs of bundle paths the ``sources`` globs match that do not feed this module (another
+    #: module's own files that a broad glob such as ``csrc/*.cpp`` would claim too)
+    exclude: tuple[str, ...] = ()
+    #: what a build of this module needs of the machine (0: no minimum); a machine with less
+    #: does not build it and the stage is INCOMPLETE for it (never the official binary instead)
+    min_cores: int = 0
+    min_memory_gb: int = 0
 
     @property
     def entry(self) -> str:
@@ -253,7 +264,11 @@ def _toolchain(top: _Table, root: Path) -> ToolchainRecipe:
         strip=tc.text("strip", "strip"), cmake=tc.text("cmake", "cmake"),
         dir=folder, packages=packages, python=tc.text("python", what="a Python interpreter"),
         cuda_driver_stub=tc.flag("cuda_driver_stub", False),
+        placeholders=tc.strlist("placeholders"),
     )
+    for i, name in enumerate(toolchain.placeholders):
+        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", name):
+            raise tc.err(f"placeholders[{i}]", f"expected a folder name, got {name!r}")
     tc.finish()
     return toolchain
 
@@ -356,6 +371,9 @@ def _module(name: str, t: _Table, root: Path) -> ModuleRecipe:
     sources = t.strlist("sources")
     if not sources:
         raise t.err("sources", "missing or empty; expected globs of the bundle sources")
+    exclude = t.strlist("exclude")
+    min_cores = t.integer("min_cores", 0, minimum=0)
+    min_memory_gb = t.integer("min_memory_gb", 0, minimum=0)
     builder = t.text("builder", required=True, check=lambda s: s in {b.value for b in BuilderKind},
                     what='"nvcc" or "cmake"')
     kind = BuilderKind(builder)
@@ -396,4 +414,5 @@ def _module(name: str, t: _Table, root: Path) -> ModuleRecipe:
     sub.finish()
     t.finish()
     return ModuleRecipe(name=name, wheel_path=wheel_path, sources=sources, builder=kind,
-                        nvcc=nvcc, cmake=cmake)
+                        nvcc=nvcc, cmake=cmake, exclude=exclude, min_cores=min_cores,
+                        min_memory_gb=min_memory_gb)

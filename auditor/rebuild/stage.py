@@ -37,7 +37,8 @@ from auditor.model import (
 from auditor.provenance.bundlefiles import bundle_root
 from auditor.rebuild.archs import unsupported
 from auditor.rebuild.builders import BuildFailed, BuildRequest, BuiltModule, builder_for
-from auditor.rebuild.elf import exported_symbols, section_differences
+from auditor.rebuild.compare_official import Comparison, compare_files
+from auditor.rebuild.elf import exported_symbols, first_difference, section_differences
 from auditor.rebuild.overlay import Overlay, build_overlay, verify_origins
 from auditor.rebuild.plan import (
     BuildPlan,
@@ -49,7 +50,7 @@ from auditor.rebuild.plan import (
     wheel_path_for,
 )
 from auditor.rebuild.prepare import check_prepared, stand_ins
-from auditor.rebuild.recipe import BuilderKind, Recipe, load_recipe
+from auditor.rebuild.recipe import BuilderKind, ModuleRecipe, Recipe, load_recipe
 from auditor.rebuild.sandbox import Sandbox, select_sandbox
 from auditor.rebuild.toolchain import Toolchain, compare, detect
 from auditor.rebuild.wheel import (
@@ -120,6 +121,7 @@ class _BuildRun:
         self.recipe: Recipe = load_recipe(ctx.spec.build.recipe)
         self.repro = ctx.options.repro if ctx.options.repro is not None else ctx.spec.build.repro
         self.findings: list[Finding] = []
+        self.comparisons: dict[str, Comparison] = {}  # wheel path -> rebuilt against official
         self.by_policy: set[str] = set()  # fingerprints whose action the policy decides
         self.reasons: list[str] = []
         self.not_checked: list[str] = []
@@ -184,7 +186,7 @@ class _BuildRun:
                 self.ctx.progress(f"build: {d.module.name}: {why}")
         for note in plan.cmake_notes:
             self.ctx.progress(f"build: {note}")
-        if self.reasons:
+        if self.reasons or self.too_big_here(plan):
             return self.stop(plan, official)
         packages = self.recipe.wheel.packages or package_folders(official.members)
         self.note(official_differs_from_upstream=tuple(
@@ -211,6 +213,15 @@ class _BuildRun:
         if self.reasons:
             return self.stop(plan, official)
         return self.build_and_overlay(ws, plan, official, packages, tools, commits, epoch)
+
+    def too_big_here(self, plan: BuildPlan) -> bool:
+        """A module to build that this machine is too small for: not checked (INCOMPLETE)."""
+        too_big = [d.module for d in plan.to_build if machine_lacks(d.module)]
+        for module in too_big:
+            self.not_checked.append(f"module {module.name} is not built on this machine: "
+                                    + machine_lacks(module) + "; the build is incomplete (the "
+                                    "official binary is not used in its place)")
+        return bool(too_big)
 
     def build_and_overlay(self, ws: Workspace, plan: BuildPlan, official: UnpackedWheel,
                           packages: tuple[str, ...], tools: tuple[Toolchain, Sandbox] | None,
@@ -254,6 +265,7 @@ class _BuildRun:
         first, built_a = overlays[0], builds[0]
         self.reasons += verify_origins(first, official, ws, built_a, ctx.workdir / "verify-output")
         abis = {wp: self.abi_of(m, official) for wp, m in built_a.items()}
+        self.compare_with_official(built_a, official)
         self.note(
             origins={p: o.to_json() for p, o in sorted(first.origins.items())},
             python=PythonFiles(replaced=tuple(first.replaced), added=tuple(first.added),
@@ -549,7 +561,25 @@ class _BuildRun:
             official_sha256=member.sha256 if member else None,
             builder=d.module.builder.value, recipe_entry=d.module.entry,
             sources=tuple(d.module.sources), changed_sources=tuple(d.changed),
-            commands=tuple(built.commands) if built else (), abi=abi)
+            commands=tuple(built.commands) if built else (), abi=abi,
+            official_comparison=(self.comparisons[d.module.wheel_path].to_json()
+                                 if built and d.module.wheel_path in self.comparisons else None))
+
+    def compare_with_official(self, built: Mapping[str, BuiltModule],
+                              official: UnpackedWheel) -> None:
+        """Each rebuilt module against the official one, statically (never loaded): every
+        difference in registered ops, exported symbols, needed libraries or GPU archs is a
+        finding to review, named in audit.json and the provenance."""
+        for wp, m in sorted(built.items()):
+            c = compare_files(official.local(wp), m.path)
+            self.comparisons[wp] = c
+            for diff in c.differences:
+                self.findings.append(self.policy_finding(Finding(
+                    rule="build.differs-from-official", category=Category.PROVENANCE,
+                    severity=Severity.LOW, action=Action.REVIEW, path=wp, line=0, commit=None,
+                    scanner="build",
+                    message=f"module {m.name}: the rebuilt module {diff}",
+                    fingerprint=fingerprint_of("build.differs-from-official", wp, diff))))
 
     def compare_builds(self, builds: list[dict[str, BuiltModule]], overlays: list[Overlay]) -> None:
         a, b = builds
@@ -562,6 +592,12 @@ class _BuildRun:
             modules[ma.name] = {"first": ma.sha256, "second": mb.sha256, "identical": identical,
                                 "sections": [] if identical else section_differences(ma.path,
                                                                                      mb.path)}
+            if not identical:
+                roots = (str(self.ctx.workdir / "build-a"),
+                         str(self.ctx.workdir / "repro" / "second-build-elsewhere"))
+                first = first_difference(ma.path, mb.path, roots=roots)
+                modules[ma.name]["first_section"] = first.get("section")
+                modules[ma.name]["likely_cause"] = first.get("cause")
         wa, wb = sha256_file(overlays[0].wheel), sha256_file(overlays[1].wheel)
         same &= wa == wb
         self.note(reproducible=same, repro={
@@ -572,11 +608,40 @@ class _BuildRun:
             "wheel": {"first": wa, "second": wb, "identical": wa == wb},
         })
         if not same:
-            differing = [f"{n} (sections {', '.join(v['sections']) or '?'})"
+            differing = [f"{n} (sections {', '.join(v['sections']) or '?'}; the first, "
+                         f"{v.get('first_section') or '?'}: likely {v.get('likely_cause')})"
                          for n, v in modules.items() if not v["identical"]
                          and isinstance(v["sections"], list)]
             self.reasons.append("not reproducible: two builds differ: "
                                 + ("; ".join(differing) if differing else "the wheel bytes"))
+
+
+def machine_cores() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def machine_memory_gb() -> float:
+    try:
+        pages, size = os.sysconf("SC_PHYS_PAGES"), os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError):
+        return 0.0
+    return pages * size / 1024**3
+
+
+def machine_lacks(module: ModuleRecipe, *, cores: int | None = None,
+                  memory_gb: float | None = None) -> str:
+    """What this machine lacks to build ``module`` (the recipe's min_cores / min_memory_gb), as
+    a sentence; "" when it has enough."""
+    cores = machine_cores() if cores is None else cores
+    memory = machine_memory_gb() if memory_gb is None else memory_gb
+    short = []
+    if module.min_cores and cores < module.min_cores:
+        short.append(f"the recipe asks for {module.min_cores} cores to build it, this machine has "
+                     f"{cores}")
+    if module.min_memory_gb and memory < module.min_memory_gb:
+        short.append(f"the recipe asks for {module.min_memory_gb} GB of memory, this machine has "
+                     f"{memory:.0f} GB")
+    return "; ".join(short)
 
 
 def copy_bundle(ws: Workspace, dest: Path, *, exclude: set[str], epoch: int) -> None:

@@ -96,14 +96,25 @@ class ModuleRecord:
     changed_sources: tuple[str, ...]
     commands: tuple[str, ...]  # as recorded ($SRC / $BUILD for the build folders)
     abi: Abi | None
+    #: a built module against the official one, read statically: registered ops, exported
+    #: symbols, needed libraries, GPU archs and every difference (rebuild/compare_official.py)
+    official_comparison: JsonObject | None = None
+
+    @property
+    def differences_from_official(self) -> tuple[str, ...]:
+        c = self.official_comparison
+        return strs(c.get("differences", [])) if c is not None else ()
 
     def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "wheel_path": self.wheel_path, "action": self.action,
-                "sha256": self.sha256, "official_sha256": self.official_sha256,
-                "builder": self.builder, "recipe_entry": self.recipe_entry,
-                "sources": list(self.sources), "changed_sources": list(self.changed_sources),
-                "commands": list(self.commands),
-                "abi": self.abi.to_json() if self.abi is not None else None}
+        out = {"name": self.name, "wheel_path": self.wheel_path, "action": self.action,
+               "sha256": self.sha256, "official_sha256": self.official_sha256,
+               "builder": self.builder, "recipe_entry": self.recipe_entry,
+               "sources": list(self.sources), "changed_sources": list(self.changed_sources),
+               "commands": list(self.commands),
+               "abi": self.abi.to_json() if self.abi is not None else None}
+        if self.official_comparison is not None:
+            out["official_comparison"] = dict(self.official_comparison)
+        return out
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> ModuleRecord:
@@ -113,7 +124,8 @@ class ModuleRecord:
                    builder=str(d["builder"]), recipe_entry=str(d["recipe_entry"]),
                    sources=strs(d["sources"]), changed_sources=strs(d["changed_sources"]),
                    commands=strs(d["commands"]),
-                   abi=Abi.from_json(abi) if abi is not None else None)
+                   abi=Abi.from_json(abi) if abi is not None else None,
+                   official_comparison=opt_obj(d.get("official_comparison")))
 
 
 @dataclass(frozen=True)

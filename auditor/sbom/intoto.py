@@ -221,7 +221,9 @@ def build_provenance(f: ProvenanceFacts) -> ProvenanceDocument:
         internal["sourceDateEpoch"] = b.source_date_epoch
     byproducts = [{"name": m.wheel_path, "digest": {"sha256": m.sha256},
                    "annotations": {"action": m.action, **({"builder": m.builder}
-                                                          if m.builder else {})}}
+                                                          if m.builder else {}),
+                                   **({"differsFromOfficial": list(m.differs_from_official)}
+                                      if m.differs_from_official else {})}}
                   for m in b.modules if m.sha256 and m.action == "built"]
 
     statement: dict[str, Any] = {

@@ -206,6 +206,7 @@ output = "cumem_allocator.abi3.so"
 [modules._C]
 wheel_path = "vllm/_C.abi3.so"
 sources = ["csrc/*.cu", "csrc/*.cpp", "csrc/quantization/**", "CMakeLists.txt"]
+exclude = ["csrc/cumem_allocator.cpp"]
 builder = "cmake"
 [modules._C.cmake]
 target = "_C"
@@ -257,6 +258,14 @@ def test_plan_one_cu_file_of_one_module_rebuilds_that_module_only(eng: Upstream,
     assert d["_moe_C"].changed == ("csrc/moe/moe_wna16.cu",)
     assert d["_C"].action is ModuleAction.OFFICIAL and not plan.unclaimed_native
     assert plan.unlisted_targets == ()
+
+
+def test_plan_exclude_keeps_a_broad_glob_off_another_modules_source(eng: Upstream,
+                                                                     tmp_path: Path) -> None:
+    # _C's csrc/*.cpp matches csrc/cumem_allocator.cpp too; its exclude leaves it to cumem_allocator
+    plan, d = _plan(eng, tmp_path, {"csrc/cumem_allocator.cpp": "int cumem2;\n"})
+    assert [x.module.name for x in plan.to_build] == ["cumem_allocator"]
+    assert d["_C"].action is ModuleAction.OFFICIAL and not plan.unclaimed_native
 
 
 def test_plan_cmakelists_change_rebuilds_only_the_target_it_reaches(eng: Upstream,

@@ -223,3 +223,36 @@ def test_stand_ins_and_a_cuda_major_mismatch_are_named(tmp_path: Path) -> None:
     assert found[0] == "tinycuda 1.0 stands in for CUTLASS v4.0.0"
     assert "link CUDA 13's runtime" in found[1] and "built for CUDA 12.6" in found[1]
     assert stand_ins(recipe, "12.8.93") == found[:1]
+
+
+def test_prepare_makes_the_recipes_placeholder_folders_non_empty(tmp_path: Path) -> None:
+    wheels = _wheels(tmp_path)
+    path = _recipe(tmp_path, wheels)
+    path.write_text(path.read_text().replace('dir = "tc"\n',
+                                             'dir = "tc"\nplaceholders = ["flash-attention"]\n'))
+    prepare(load_recipe(path), online=True, fetch=FakeRegistry(wheels))
+    folder = tmp_path / "tc" / "placeholders" / "flash-attention"
+    assert [p.name for p in folder.iterdir()] == ["NOT-BUILT-FROM-HERE"]
+    assert "placeholder" in (folder / "NOT-BUILT-FROM-HERE").read_text()
+
+
+def test_a_placeholder_name_with_a_slash_is_a_recipe_error(tmp_path: Path) -> None:
+    path = _recipe(tmp_path, _wheels(tmp_path))
+    path.write_text(path.read_text().replace('dir = "tc"\n',
+                                             'dir = "tc"\nplaceholders = ["../x"]\n'))
+    with pytest.raises(SpecError, match="placeholders"):
+        load_recipe(path)
+
+
+def test_prepare_reports_progress_per_package(tmp_path: Path) -> None:
+    wheels = _wheels(tmp_path)
+    seen: list[str] = []
+    prepare(load_recipe(_recipe(tmp_path, wheels)), online=True, fetch=FakeRegistry(wheels),
+            progress=seen.append)
+    names = sorted(w.name for w, _ in wheels.values())
+    assert [m.split(" ", 2)[:2] for m in seen] == [["[1/2]", "fetching"], ["[1/2]", "unpacking"],
+                                                    ["[2/2]", "fetching"], ["[2/2]", "unpacking"]]
+    assert names[0] in seen[0] and names[1] in seen[2]
+    seen.clear()
+    prepare(load_recipe(tmp_path / "recipe.toml"), online=False, progress=seen.append)
+    assert seen == []  # present and unpacked: nothing to report

@@ -1,0 +1,309 @@
+"""A rebuilt module against the official one, statically: ops, symbols, needed libraries, archs;
+and where two builds differ, the first differing section and its likely cause.
+
+Real compilers throughout: gcc for hand-built ELF files with known schema strings, the real nvcc
+for the GPU code a ``.nv_fatbin`` section holds. Nothing built here is loaded or run.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from buildcase import needs_nvcc
+
+from auditor.errors import InputError
+from auditor.rebuild.compare_official import (
+    compare,
+    compare_files,
+    fatbin_archs,
+    main,
+    module_facts,
+    registered_ops,
+)
+from auditor.rebuild.elf import first_difference
+
+needs_gcc = pytest.mark.skipif(shutil.which("gcc") is None, reason="gcc is not installed")
+
+OPS_C = """\
+/* the shape of TORCH_LIBRARY(_moe_C, m) { m.def("..."); }: schema strings kept in .rodata */
+__attribute__((used)) static const char *schemas[] = {
+  "topk_softmax(Tensor! topk_weights, Tensor! topk_indices, Tensor gating_output) -> ()",
+  "moe_sum(Tensor input, Tensor! output) -> ()",
+  "moe_align_block_size(Tensor topk_ids, int num_experts,\\n"
+  "                     int block_size) -> Tensor",
+  SCHEMA_EXTRA
+};
+__attribute__((visibility("default"))) int moe_entry(void) { return 1; }
+"""
+
+
+def _so(tmp: Path, name: str, *, extra: str = '"not a schema -> at all"', flags: tuple[str, ...] = (),
+        libs: tuple[str, ...] = ()) -> Path:
+    src = tmp / f"{name}.c"
+    src.write_text(OPS_C.replace("SCHEMA_EXTRA", extra))
+    out = tmp / f"{name}.so"
+    subprocess.run(["gcc", "-shared", "-fPIC", "-O1", *flags, "-o", str(out), str(src), *libs],
+                   check=True)
+    return out
+
+
+@needs_gcc
+def test_registered_ops_are_read_from_rodata_of_a_hand_built_elf(tmp_path: Path) -> None:
+    facts = module_facts(_so(tmp_path, "a"))
+    assert set(facts.ops) == {"topk_softmax", "moe_sum", "moe_align_block_size"}
+    # whitespace inside a schema (vLLM's multi-line literals) is folded
+    assert facts.ops["moe_align_block_size"] == ("moe_align_block_size(Tensor topk_ids, int "
+                                                 "num_experts, int block_size) -> Tensor")
+    assert "moe_entry" in facts.symbols and facts.fatbin is False
+
+
+def test_registered_ops_ignore_strings_that_only_look_alike() -> None:
+    data = b"\0".join([b"f(x) -> y", b"printf(\"%d\") -> \x01", b"no arrow(here)", b"(x) -> y",
+                       b"ns::op.overload(Tensor a) -> Tensor", b""])
+    assert registered_ops(data) == {"f": "f(x) -> y",
+                                    "ns::op.overload": "ns::op.overload(Tensor a) -> Tensor"}
+
+
+@needs_gcc
+def test_comparison_names_added_missing_and_changed_ops_symbols_and_needed(tmp_path: Path) -> None:
+    official = _so(tmp_path, "official")
+    rebuilt = _so(tmp_path, "rebuilt", extra='"moe_sum(Tensor input, Tensor! output, int k) -> ()"',
+                  libs=("-lm",), flags=("-Wl,--no-as-needed",))
+    same = compare_files(official, official)
+    assert same.differences == ()
+    # the rebuilt copy: moe_sum gets a second schema string; the first one seen wins, so rebuild
+    # a copy without the original moe_sum to see a changed schema
+    src = (tmp_path / "rebuilt.c").read_text().replace(
+        '  "moe_sum(Tensor input, Tensor! output) -> ()",\n', "")
+    src = src.replace("int moe_entry", "int moe_entry2")
+    (tmp_path / "rebuilt.c").write_text(src)
+    subprocess.run(["gcc", "-shared", "-fPIC", "-O1", "-Wl,--no-as-needed", "-o", str(rebuilt),
+                    str(tmp_path / "rebuilt.c"), "-lm"], check=True)
+    c = compare_files(official, rebuilt)
+    assert c.ops_changed == ("moe_sum",)
+    assert c.symbols_missing == ("moe_entry",) and c.symbols_added == ("moe_entry2",)
+    assert "libm.so.6" in c.needed_added and not c.needed_missing
+    text = "\n".join(c.differences)
+    assert "op moe_sum has another schema" in text and "int k" in text
+    assert "exports 1 fewer dynamic symbol(s) than the official module: moe_entry" in text
+    assert "needs libm.so.6" in text and "(the official module does not)" in text
+    assert c.to_json()["ops"]["changed"] == ["moe_sum"]
+
+
+@needs_gcc
+def test_a_missing_op_and_another_cuda_runtime_are_differences(tmp_path: Path) -> None:
+    official = module_facts(_so(tmp_path, "o", extra='"extra_op(Tensor x) -> Tensor"'))
+    rebuilt = module_facts(_so(tmp_path, "r"))
+    c = compare(official, rebuilt.__class__(**{**rebuilt.__dict__,
+                                              "needed": (*rebuilt.needed, "libcudart.so.13")}))
+    assert c.ops_missing == ("extra_op",)
+    assert any(d.startswith("registers no op extra_op of the official module's 4")
+               for d in c.differences)
+    assert any("links the CUDA runtime libcudart.so.13, the official module none" in d
+               for d in c.differences)
+
+
+def test_not_an_elf_file_is_an_input_error_naming_it(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    bad = tmp_path / "_moe_C.abi3.so"
+    bad.write_bytes(b"MZ not an ELF")
+    with pytest.raises(InputError, match="official module _moe_C.abi3.so is not a readable ELF"):
+        module_facts(bad, "official module")
+    assert main([str(bad), str(bad)]) == 2
+    assert "is not a readable ELF file" in capsys.readouterr().err
+    assert main([]) == 2
+
+
+KERNEL_CU = 'extern "C" __global__ void k(float* x) { x[threadIdx.x] *= 2.0f; }\n'
+
+
+def _nvcc(tmp: Path, name: str, gencode: list[str]) -> Path:
+    src = tmp / "k.cu"
+    src.write_text(KERNEL_CU)
+    out = tmp / f"{name}.so"
+    subprocess.run(["nvcc", "-shared", "-Xcompiler", "-fPIC", *gencode, "-o", str(out), str(src)],
+                   check=True, cwd=tmp)
+    return out
+
+
+@needs_nvcc
+def test_fatbin_archs_of_real_nvcc_modules_and_the_arch_difference(tmp_path: Path) -> None:
+    sm86 = _nvcc(tmp_path, "sm86", ["-gencode=arch=compute_86,code=sm_86"])
+    multi = _nvcc(tmp_path, "multi", ["-gencode=arch=compute_80,code=sm_80",
+                                      "-gencode=arch=compute_90,code=[sm_90,compute_90]"])
+    a, b = module_facts(sm86), module_facts(multi)
+    assert (a.sass, a.ptx) == ((86,), ())
+    assert (b.sass, b.ptx) == ((80, 90), (90,))
+    assert a.needed == b.needed  # the same toolkit: the same runtime linkage
+    c = compare(b, a)
+    [diff] = [d for d in c.differences if d.startswith("GPU code")]
+    assert diff == ("GPU code for sm_86 (PTX none), the official module for sm_80, sm_90 (PTX "
+                    "compute_90); sm_86 is not among the official module's cubins")
+    assert fatbin_archs(b"\0" * 64) == ((), ())
+
+
+@needs_gcc
+def test_first_difference_names_a_timestamp(tmp_path: Path) -> None:
+    src = tmp_path / "t.c"
+    src.write_text('__attribute__((used)) static const char when[] = __DATE__ " " __TIME__;\n'
+                   "int f(void) { return 1; }\n")
+    outs = []
+    for i, epoch in enumerate(("1700000000", "1700003723")):
+        out = tmp_path / f"t{i}.so"
+        subprocess.run(["gcc", "-shared", "-fPIC", "-Wno-builtin-macro-redefined", "-o",
+                        str(out), str(src)], check=True,
+                       env={**os.environ, "SOURCE_DATE_EPOCH": epoch})
+        outs.append(out)
+    first = first_difference(*outs)
+    assert first["section"] == ".rodata"
+    assert first["cause"].startswith("a timestamp")
+    assert first_difference(outs[0], outs[0]) == {}
+
+
+@needs_gcc
+def test_first_difference_names_the_build_path(tmp_path: Path) -> None:
+    outs = []
+    for name in ("build-a", "second-build-elsewhere"):
+        d = tmp_path / name
+        d.mkdir()
+        (d / "p.c").write_text(f'const char *where = "{d}/p.c";\nint g(void) {{ return 2; }}\n')
+        subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(d / "p.so"), str(d / "p.c")],
+                       check=True)
+        outs.append(d / "p.so")
+    first = first_difference(*outs, roots=(str(tmp_path / "build-a"),
+                                           str(tmp_path / "second-build-elsewhere")))
+    assert first["section"] == ".rodata"
+    assert first["cause"].startswith("the build path")
+
+
+@needs_nvcc
+def test_first_difference_of_two_unstripped_nvcc_builds_is_a_temp_name(tmp_path: Path) -> None:
+    # TOOLS.md: unstripped, two nvcc builds differ in .strtab by a temp-file name with the PID
+    a = _nvcc(tmp_path, "a", ["-gencode=arch=compute_86,code=sm_86"])
+    b = _nvcc(tmp_path, "b", ["-gencode=arch=compute_86,code=sm_86"])
+    first = first_difference(a, b)
+    if not first:
+        pytest.skip("this nvcc happened to give identical unstripped builds")
+    assert first["section"] in (".strtab", ".symtab", ".nv_fatbin")
+    assert first["cause"].startswith(("a temporary file name", "the build id"))
+
+
+# ---------------------------------------------------------------- the build stage
+
+
+@needs_nvcc
+def test_stage_compares_each_rebuilt_module_with_the_official_one(upstream, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    from buildcase import KERN_CU, make_case, make_series, run_build
+
+    from auditor.model import Action
+
+    kern_v2 = KERN_CU + ('extern "C" int tiny_scale_v2(float* x, int n) '
+                         '{ return tiny_scale(x, 2.0f, n); }\n')
+    branch = make_series(upstream, "cmp", [{"csrc/kern.cu": kern_v2}])
+    result = run_build(make_case(upstream, tmp_path, branch, repro=False))
+    mods = {m["name"]: m for m in result.to_json()["modules"]}
+    comp = mods["kern"]["official_comparison"]
+    assert comp["symbols"] == {"missing": [], "added": ["tiny_scale_v2"]}
+    assert comp["rebuilt"]["sass"] == ["sm_86"] and comp["official"]["sass"] == ["sm_86"]
+    assert comp["differences"] == ["exports 1 dynamic symbol(s) the official module does not: "
+                                   "tiny_scale_v2"]
+    assert "official_comparison" not in mods["other"]  # taken from the wheel: nothing to compare
+    [f] = [f for f in result.findings if f.rule == "build.differs-from-official"]
+    assert f.action is Action.REVIEW and f.path == "tinyeng/_kern.so"
+    assert f.message == ("module kern: the rebuilt module exports 1 dynamic symbol(s) the "
+                         "official module does not: tiny_scale_v2")
+    # what the provenance's byproducts annotate the built module with
+    from auditor.sbom.inputs import read_build
+
+    [kern] = [m for m in read_build(result).modules if m.name == "kern"]
+    assert kern.differs_from_official == tuple(comp["differences"])
+
+
+CM_WHERE = """\
+cmake_minimum_required(VERSION 3.18)
+project(cm C)
+include(FetchContent)
+FetchContent_Declare(tinydep URL http://127.0.0.1:9/tinydep.tar.gz)
+FetchContent_MakeAvailable(tinydep)
+add_library(_cm SHARED cm.c)
+target_include_directories(_cm PRIVATE ${tinydep_SOURCE_DIR})
+target_compile_definitions(_cm PRIVATE "BUILT_IN=\\"${CMAKE_BINARY_DIR}\\"")
+set_target_properties(_cm PROPERTIES PREFIX "")
+"""
+CM_WHERE_C = ('#include "tinydep.h"\nconst char *tiny_built_in = BUILT_IN;\n'
+              "int tiny_cm(int x) { return x + TINYDEP_ONE; }\n")
+
+
+@needs_nvcc
+@pytest.mark.skipif(shutil.which("cmake") is None, reason="cmake is not installed")
+def test_stage_repro_names_the_first_differing_section_and_the_build_path(upstream,  # type: ignore[no-untyped-def]
+                                                                          tmp_path: Path) -> None:
+    from buildcase import make_case, make_series, run_build
+
+    from auditor.model import StageStatus
+
+    branch = make_series(upstream, "where", [{"cmk/CMakeLists.txt": CM_WHERE,
+                                              "cmk/cm.c": CM_WHERE_C}])
+    result = run_build(make_case(upstream, tmp_path, branch, repro=True))
+    data = result.to_json()
+    assert data["reproducible"] is False and result.status is StageStatus.FAILED
+    cm = data["repro"]["modules"]["cm"]
+    assert cm["identical"] is False
+    assert cm["first_section"] == ".rodata"
+    assert cm["likely_cause"].startswith("the build path")
+    [reason] = [r for r in result.reasons if r.startswith("not reproducible")]
+    assert "the first, .rodata: likely the build path" in reason
+
+
+@needs_nvcc
+def test_a_module_too_big_for_this_machine_is_not_built_and_the_stage_is_incomplete(  # type: ignore[no-untyped-def]
+        upstream, tmp_path: Path) -> None:
+    from buildcase import KERN_CU, make_case, make_series, recipe_text, run_build
+
+    from auditor.model import StageStatus
+
+    recipe = recipe_text(upstream).replace(
+        'sources = ["csrc/kern.cu", "csrc/*.cuh"]\nbuilder = "nvcc"',
+        'sources = ["csrc/kern.cu", "csrc/*.cuh"]\nbuilder = "nvcc"\nmin_cores = 100000')
+    assert "min_cores = 100000" in recipe
+    branch = make_series(upstream, "big", [{"csrc/kern.cu": KERN_CU + "// bigger\n"}])
+    result = run_build(make_case(upstream, tmp_path, branch, recipe=recipe))
+    assert result.status is StageStatus.INCOMPLETE
+    cores = len(os.sched_getaffinity(0))
+    assert result.not_checked == (
+        f"module kern is not built on this machine: the recipe asks for 100000 cores to build "
+        f"it, this machine has {cores}; the build is incomplete (the official binary is not "
+        "used in its place)",)
+    data = result.to_json()
+    assert data["wheel"] is None
+    assert {m["name"]: m["action"] for m in data["modules"]}["kern"] == "not-built"
+
+
+def test_machine_lacks_names_cores_and_memory() -> None:
+    from auditor.rebuild.recipe import BuilderKind, ModuleRecipe
+    from auditor.rebuild.stage import machine_lacks
+
+    m = ModuleRecipe(name="_C", wheel_path="vllm/_C.abi3.so", sources=("csrc/**",),
+                     builder=BuilderKind.CMAKE, min_cores=16, min_memory_gb=64)
+    assert machine_lacks(m, cores=2, memory_gb=23.4) == (
+        "the recipe asks for 16 cores to build it, this machine has 2; the recipe asks for 64 GB "
+        "of memory, this machine has 23 GB")
+    assert machine_lacks(m, cores=16, memory_gb=64) == ""
+    assert machine_lacks(ModuleRecipe(name="x", wheel_path="x.so", sources=("x",),
+                                      builder=BuilderKind.CMAKE), cores=1, memory_gb=0) == ""
+
+
+def test_the_vllm_recipe_keeps_c_off_cumem_allocator_and_marks_c_too_big() -> None:
+    from auditor.rebuild.globs import match_any
+    from auditor.rebuild.recipe import load_recipe
+
+    recipe = load_recipe(Path(__file__).resolve().parents[2] / "builds" / "vllm-0.10.0-sm86.toml")
+    mods = {m.name: m for m in recipe.modules}
+    c = mods["_C"]
+    assert match_any("csrc/cumem_allocator.cpp", c.sources)
+    assert match_any("csrc/cumem_allocator.cpp", c.exclude)
+    assert c.min_cores > 2 and mods["_moe_C"].min_cores == 0
+    assert recipe.toolchain.placeholders == ("flash-attention", "flashmla")
