@@ -4,10 +4,20 @@
 numbers (quoted and bracket arguments, ``#`` and ``#[[...]]`` comments, nested parentheses).
 :class:`CMakeScanner` reads ``CMakeLists.txt`` and ``*.cmake`` files:
 
-- ``dependency.builtin.cmake-fetch-unpinned`` — ``FetchContent_Declare``/``ExternalProject_Add``/
-  ``CPMAddPackage`` with a ``URL`` and no ``URL_HASH``, or a ``GIT_REPOSITORY`` whose ``GIT_TAG``
-  is not a full commit id (a branch or tag can be moved under the build);
-- ``network.builtin.cmake-download`` — ``file(DOWNLOAD ...)`` without ``EXPECTED_HASH``;
+- ``dependency.builtin.cmake-fetch-unpinned`` — ``FetchContent_Declare``/``FetchContent_Populate``/
+  ``ExternalProject_Add``/``CPMAddPackage`` with a ``URL`` and no ``URL_HASH``, or a
+  ``GIT_REPOSITORY`` whose ``GIT_TAG`` is not a full commit id (a branch or tag can be moved under
+  the build): reviewed;
+- ``dependency.builtin.cmake-download-unpinned`` — ``file(DOWNLOAD ...)`` without
+  ``EXPECTED_HASH``/``EXPECTED_MD5``: reviewed;
+- ``network.builtin.cmake-download-run`` — what such a download brought is run or included: the
+  downloaded file ``include()``d, run by ``execute_process``, a custom command or a step command
+  (by its own name, an interpreter, ``cmake -P``, ``git apply``/``patch``), the archive it unpacks
+  (``file(ARCHIVE_EXTRACT)``, ``cmake -E tar``) ``add_subdirectory``'d; a project fetched from a
+  ``URL`` with no hash, or from a branch (no ``GIT_TAG``, or one without a digit: ``main``,
+  ``master``...), made available (``FetchContent_MakeAvailable``, ``CPMAddPackage``: its
+  CMakeLists.txt runs), built by ``ExternalProject_Add``'s steps, or a script of its tree run.
+  A release tag (``v4.0.0``) stays a review: vLLM runs CUTLASS's Python from a tag;
 - ``process-exec.builtin.cmake-fetched-step`` — ``PATCH_COMMAND``, ``UPDATE_COMMAND`` and the other
   step commands of a fetched project (code that runs on what was fetched);
 - ``process-exec.builtin.cmake-execute-process`` — ``execute_process`` at configure time;
@@ -45,7 +55,15 @@ _ROOT = re.compile(r"^\$\{(CMAKE_SOURCE_DIR|CMAKE_CURRENT_SOURCE_DIR|PROJECT_SOU
                    r"CMAKE_CURRENT_LIST_DIR|CMAKE_BINARY_DIR|CMAKE_CURRENT_BINARY_DIR|"
                    r"PROJECT_BINARY_DIR|[A-Za-z0-9_-]+_(?:SOURCE|BINARY)_DIR)\}")
 _INTERPRETER = re.compile(r"^(?:(?:ba|da|z|k)?sh|source|\.|perl|ruby|node)$")
-_FETCHERS = ("fetchcontent_declare", "externalproject_add", "cpmaddpackage")
+_FETCHERS = ("fetchcontent_declare", "fetchcontent_populate", "externalproject_add",
+             "cpmaddpackage")
+# a GIT_TAG with no digit is a branch (main, master, dev, nightly): it moves with every push
+_BRANCH = re.compile(r"^[A-Za-z_./-]+$")
+RULE_RUN = "network.builtin.cmake-download-run"
+# programs that run the build scripts of the folder they are started in
+_BUILDERS = re.compile(r"^(?:\$\{cmake_command\}|cmake|ctest|make|gmake|ninja|scons|meson|bazel|"
+                       r"(?:ba|z)?sh|python[0-9.]*|\$\{python_executable\}|\$\{python3_executable\}|"
+                       r"pip[0-9.]*|\./.*)$")
 # an argument that starts another keyword section (GIT_TAG, URL_HASH, WORKING_DIRECTORY ...)
 _KEYWORD = re.compile(r"^[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+$")
 _KEYWORDS = frozenset({"URL", "COMMAND", "DEPENDS", "OUTPUT", "COMMENT", "VERBATIM", "SOURCES",
@@ -226,11 +244,12 @@ def scan_text(text: str, path: str = "CMakeLists.txt") -> Iterator[RawFinding]:
         elif c.name == "file" and c.args and c.args[0].value.upper() == "DOWNLOAD":
             if not (c.has("EXPECTED_HASH") or c.has("EXPECTED_MD5")):
                 url = c.args[1].value if len(c.args) > 1 else "?"
-                yield _finding("network.builtin.cmake-download", Category.NETWORK, Severity.HIGH,
-                               c, f"the build downloads {url} with no EXPECTED_HASH",
+                yield _finding("dependency.builtin.cmake-download-unpinned", Category.DEPENDENCY,
+                               Severity.HIGH, c, f"the build downloads {url} with no EXPECTED_HASH",
                                "file(DOWNLOAD) without EXPECTED_HASH takes whatever the server "
                                "returns. Pin the file by its sha256 (EXPECTED_HASH SHA256=...) "
-                               "or vendor it.")
+                               "or vendor it; the audit blocks where the build runs or "
+                               "includes it.")
         elif c.name == "execute_process":
             cmd = " ".join(a.value for a in c.keyword_values("COMMAND"))[:160]
             yield _finding("process-exec.builtin.cmake-execute-process", Category.PROCESS_EXEC,
@@ -245,6 +264,7 @@ def scan_text(text: str, path: str = "CMakeLists.txt") -> Iterator[RawFinding]:
                            "The build runs a command that downloads, or one that comes from a "
                            "fetched source tree. Check its origin is pinned by a commit or a "
                            "hash and read what it does.")
+    yield from _run_unpinned(cmds, values)
 
 
 def variables(cmds: Sequence[Command]) -> dict[str, str]:
@@ -399,8 +419,14 @@ def _fetches_or_runs_fetched(c: Command) -> bool:
     return any(_FETCHED_DIR.search(w) for w in words)
 
 
+def _project(c: Command) -> str:
+    """The name a fetch command declares (``CPMAddPackage(NAME x ...)`` names it by keyword)."""
+    named = c.keyword_values("NAME") if c.name == "cpmaddpackage" else []
+    return named[0].value if named else c.args[0].value if c.args else "?"
+
+
 def _fetch(c: Command) -> Iterator[RawFinding]:
-    name = c.args[0].value if c.args else "?"
+    name = _project(c)
     urls = c.keyword_values("URL")
     if urls and not (c.has("URL_HASH") or c.has("URL_MD5")):
         yield _finding("dependency.builtin.cmake-fetch-unpinned", Category.DEPENDENCY,
@@ -426,6 +452,193 @@ def _fetch(c: Command) -> Iterator[RawFinding]:
                            Severity.MEDIUM, c, f"{name}: {step} runs {cmd}",
                            "A step command runs on fetched sources (a patch applied, a script "
                            "run). Read what it changes and where the patch or script comes from.")
+
+
+@dataclass(frozen=True)
+class _Origin:
+    """What came from a URL or a branch with no digest, and where the build keeps it."""
+
+    source: str  # "downloaded from URL (line N)"
+    paths: tuple[str, ...]  # the file, or the folder, it is at
+    project: str = ""  # the fetched project's name ("" for a file(DOWNLOAD))
+
+
+def _unpinned_fetch(c: Command) -> str | None:
+    """Where a fetch command takes its code from, when nothing pins it: a URL with no hash, or a
+    branch (a release tag, or a tag from a variable the file does not set, is only reviewed)."""
+    urls = c.keyword_values("URL")
+    if urls and not (c.has("URL_HASH") or c.has("URL_MD5")):
+        return f"downloaded from {urls[0].value[:120]} with no URL_HASH"
+    repo = c.keyword_values("GIT_REPOSITORY")
+    if repo and not urls:
+        tag = c.keyword_values("GIT_TAG")
+        value = tag[0].value if tag else ""
+        if not value or _BRANCH.match(value):
+            at = f"branch {value}" if value else "its default branch"
+            return f"fetched from {repo[0].value[:120]} at {at}"
+    return None
+
+
+def _norm(word: str) -> str:
+    w = word.strip()
+    return w[2:] if w.startswith("./") else w
+
+
+def _within(word: str, origin: _Origin) -> str | None:
+    """The origin path ``word`` names (the file itself or something under its folder)."""
+    w = _norm(word)
+    for p in origin.paths:
+        q = _norm(p).rstrip("/")
+        if q and (w == q or w.startswith(q + "/")):
+            return p
+        # a folder CMake names under the binary dir (_deps/x-src, x-prefix/src/x), by any root
+        if p.startswith(("_deps/", f"{origin.project}-prefix/")) and (
+                w.endswith("/" + q) or f"/{q}/" in w):
+            return p
+    return None
+
+
+def _origins(cmds: Sequence[Command], values: dict[str, str]) -> list[_Origin]:
+    """Every download and fetch without a digest in the file, with the paths it lands at (the
+    archive a download unpacks, and a fetched project's source folder by each of its names)."""
+    out: list[_Origin] = []
+    for raw in cmds:
+        c = expanded(raw, values)
+        args = [a.value for a in c.args]
+        if c.name == "file" and len(args) > 2 and args[0].upper() == "DOWNLOAD" and not (
+                c.has("EXPECTED_HASH") or c.has("EXPECTED_MD5")):
+            out.append(_Origin(f"downloaded from {args[1][:120]} (line {c.line}) with no "
+                               "EXPECTED_HASH", (args[2],)))
+        elif c.name == "file" and args[:1] == ["ARCHIVE_EXTRACT"]:
+            src = c.keyword_values("INPUT")
+            dest = c.keyword_values("DESTINATION")
+            o = next((o for o in out if src and _within(src[0].value, o)), None)
+            if o is not None and dest:
+                out.append(_Origin(o.source, (dest[0].value,)))
+        elif c.name == "execute_process":
+            for _kw, words in _groups(c):
+                if "cmake" in posixpath.basename(words[0]).lower() and words[1:3] == ["-E", "tar"]:
+                    o = next((o for o in out for w in words[3:] if _within(w, o)), None)
+                    where = c.keyword_values("WORKING_DIRECTORY")
+                    if o is not None and where:
+                        out.append(_Origin(o.source, (where[0].value,)))
+        elif c.name in _FETCHERS:
+            source = _unpinned_fetch(c)
+            if source is None:
+                continue
+            name = _project(c)
+            paths = [f"${{{name}_SOURCE_DIR}}", f"${{{name.lower()}_SOURCE_DIR}}",
+                     f"_deps/{name.lower()}-src", f"{name}-prefix/src/{name}"]
+            paths += [a.value for a in c.keyword_values("SOURCE_DIR")[:1]]
+            out.append(_Origin(f"{source} (line {c.line})", tuple(paths), name))
+        elif c.name in ("fetchcontent_getproperties", "externalproject_get_property") and args:
+            # the source folder under a name of the file's choosing
+            o = next((o for o in out if o.project and o.project.lower() == args[0].lower()), None)
+            if o is not None and "SOURCE_DIR" in args[1:]:
+                k = args.index("SOURCE_DIR", 1)
+                var = args[k + 1] if c.name == "fetchcontent_getproperties" and k + 1 < len(
+                    args) else "SOURCE_DIR"
+                out.append(_Origin(o.source, (f"${{{var}}}",), o.project))
+    return out
+
+
+def _runs(words: list[str]) -> list[str]:
+    """The files a command line runs or applies: its program and what :func:`_inputs` takes in
+    (``cmake -E env VAR=... prog ...`` is ``prog ...``)."""
+    if len(words) > 2 and "cmake" in posixpath.basename(words[0]).lower() and words[1:3] == [
+            "-E", "env"]:
+        rest = words[3:]
+        while rest and ("=" in rest[0] and not rest[0].startswith("-") or rest[0].startswith(
+                ("--unset", "--modify"))):
+            rest = rest[1:]
+        return _runs(rest)
+    return [*words[:1], *_inputs(words)] if words else []
+
+
+def _run_unpinned(cmds: Sequence[Command], values: dict[str, str]) -> Iterator[RawFinding]:
+    """A download or fetch with no digest whose content the build then runs or includes."""
+    origins = _origins(cmds, values)
+    if not origins:
+        return
+    by_project = {o.project.lower(): o for o in origins if o.project}
+    for raw in cmds:
+        c = expanded(raw, values)
+        hits = _includes(c, origins, by_project) + _command_runs(c, origins, by_project)
+        for how, what, o in hits[:1]:
+            more = f" (and {len(hits) - 1} more)" if len(hits) > 1 else ""
+            yield _finding(RULE_RUN, Category.NETWORK, Severity.CRITICAL, c,
+                           f"{how} {what[:120]}, {o.source}{more}",
+                           "The build runs code that came from a URL or a branch with no digest: "
+                           "whoever serves the URL, or moves the branch, decides what runs on the "
+                           "build machine and what goes into the wheel. Pin it (EXPECTED_HASH / "
+                           "URL_HASH SHA256=..., GIT_TAG <full commit>) or put it in the tree.")
+
+
+_Hit = tuple[str, str, _Origin]  # (how, what, origin)
+
+
+def _includes(c: Command, origins: Sequence[_Origin],
+              by_project: dict[str, _Origin]) -> list[_Hit]:
+    """CMake code of an origin the command runs: included, added as a subdirectory, made
+    available, or built by ExternalProject's steps."""
+    first = c.args[0].value if c.args else ""
+    if c.name in ("include", "add_subdirectory") and c.args:
+        how = ("include() runs the CMake code of" if c.name == "include" else
+               "add_subdirectory() runs the CMakeLists.txt of")
+        return [(how, first, o) for o in origins if _within(first, o)]
+    if c.name == "fetchcontent_makeavailable":
+        return [("FetchContent_MakeAvailable runs the CMakeLists.txt of", a.value,
+                 by_project[a.value.lower()]) for a in c.args if a.value.lower() in by_project]
+    name = _project(c)
+    if c.name == "cpmaddpackage" and name.lower() in by_project and not c.has("DOWNLOAD_ONLY"):
+        return [("CPMAddPackage runs the CMakeLists.txt of", name, by_project[name.lower()])]
+    if c.name == "externalproject_add" and first.lower() in by_project and _builds(c):
+        return [("ExternalProject_Add builds (runs the build scripts of)", first,
+                 by_project[first.lower()])]
+    return []
+
+
+def _command_runs(c: Command, origins: Sequence[_Origin],
+                  by_project: dict[str, _Origin]) -> list[_Hit]:
+    """An origin's file run by one of the command's command lines (by its own name, an
+    interpreter, ``cmake -P``, ``git apply``...), or a build tool started in an origin's folder."""
+    if c.name not in (*_FETCHERS, "execute_process", "add_custom_command", "add_custom_target"):
+        return []
+    own = by_project.get(_project(c).lower()) if c.name in _FETCHERS else None
+    where = c.keyword_values("WORKING_DIRECTORY")
+    inside = next((o for o in origins if where and _within(where[0].value, o)), None)
+    hits: list[_Hit] = []
+    for keyword, words in _groups(c):
+        prog = posixpath.basename(_runs(words)[0])
+        tool_mode = words[1:2] == ["-E"]  # cmake -E copy/tar/env...: no build script runs
+        if inside is not None and not tool_mode and (_BUILDERS.match(prog.lower())
+                                                     or _relative_file(words[0])):
+            hits.append((f"{keyword} runs {prog} in", where[0].value, inside))
+            continue
+        for w in _runs(words):
+            o = next((o for o in origins if _within(w, o)), None)
+            if o is None and own is not None and keyword in (
+                    "PATCH_COMMAND", "UPDATE_COMMAND") and _relative_file(w):
+                o = own  # a step runs in the fetched tree: a relative script is its own
+            if o is not None:
+                hits.append((f"{keyword} runs", w, o))
+                break
+    return hits
+
+
+def _builds(c: Command) -> bool:
+    """Whether ExternalProject_Add runs the fetched project's build: not when its configure and
+    build steps are both switched off (``CONFIGURE_COMMAND ""``, ``BUILD_COMMAND ""``)."""
+    off = [all(not a.value.strip() for a in c.keyword_values(k)) and c.has(k)
+           for k in ("CONFIGURE_COMMAND", "BUILD_COMMAND")]
+    return not all(off)
+
+
+def _relative_file(word: str) -> bool:
+    """A relative path to a file (``./fix.sh``, ``scripts/x.py``), not a program on PATH."""
+    w = word.strip()
+    return bool(w) and "${" not in w and not w.startswith(("/", "~", "$", "-")) and (
+        "/" in w or w.endswith((".sh", ".py", ".pl", ".cmake", ".patch", ".diff")))
 
 
 def _finding(rule: str, category: Category, severity: Severity, c: Command, message: str,

@@ -16,18 +16,30 @@ session (``console``...), an unlabelled block, a literal block or a shell block 
 prompts, only the lines after a prompt (``$ ``, ``(venv) $ ``, ``user@host:~$ ``) are, with their
 ``\\`` continuations; the rest is output. A ``<placeholder>`` is a value, not a redirection.
 
+A heredoc a command opens carries its body, up to its end line, into the reading. What cannot
+be read as shell is never silently dropped: a command whose quote nothing in its block closes, or
+whose heredoc has no end line in its block, is left out of the reading (it would swallow the
+blocks after it) and :func:`unreadable` names it; :class:`DocsScanner` reports those lines not
+checked, so a docs file the series changed there is INCOMPLETE, as any file that does not parse.
+
 Docs are read, not run: :func:`ceiling` caps the action of every finding on a docs file at
 ``review`` (a human reads the instruction; the audit does not fail on prose).
 """
 
 from __future__ import annotations
 
+import hashlib
 import posixpath
 import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
 
+from auditor import __version__
 from auditor.lines import line_ranges, split_lines
 from auditor.model import Action
 from auditor.scan.dockerfile import Reading
+from auditor.scan.interface import FileError, Scanner, ScannerRun, ScanTarget
 
 DOC_SUFFIXES = (".md", ".markdown", ".mdx", ".rst")
 #: fence labels whose every line is a command (unless the block shows prompts)
@@ -50,6 +62,22 @@ _QUOTED = re.compile(r"'[^']*'|\"(?:\\.|[^\"\\])*\"")
 _STRAY_PAREN = re.compile(r"(?<![$<>=(])(?<![;&|]\s)(?<![;&|])\((?!\))")
 _CEILING = Action.REVIEW
 _MAX_QUOTED = 60  # lines a quoted argument may span
+_HEREDOC_WORD = re.compile(r"-?[ \t]*(?:'([^'\n]+)'|\"([^\"\n]+)\"|\\?([A-Za-z0-9_.+-]+))")
+
+
+@dataclass(frozen=True)
+class Unreadable:
+    """Lines of a shell block that cannot be read as shell (1-based), and why."""
+
+    line: int
+    end_line: int
+    why: str
+
+
+@dataclass
+class _Sink:
+    lines: list[str]
+    problems: list[Unreadable] = field(default_factory=list)
 
 
 def is_doc(path: str) -> bool:
@@ -65,18 +93,60 @@ def ceiling(path: str, action: Action) -> Action:
 
 def reading(path: str, text: str) -> Reading | None:
     """The shell reading of a docs file's shell code blocks, or None when it has none."""
+    sink = _read(path, text)
+    if sink is None:
+        return None
+    carried = [n + 1 for n, ln in enumerate(sink.lines) if ln.strip()]
+    if not carried:
+        return None
+    return Reading("bash", "".join(ln + "\n" for ln in sink.lines), line_ranges(carried))
+
+
+def unreadable(path: str, text: str) -> list[Unreadable]:
+    """The commands of a docs file's shell blocks that cannot be read as shell."""
+    sink = _read(path, text)
+    return [] if sink is None else sink.problems
+
+
+def _read(path: str, text: str) -> _Sink | None:
     if not is_doc(path):
         return None
     lines = split_lines(text)
-    out = [""] * len(lines)
+    sink = _Sink([""] * len(lines))
     if posixpath.basename(path).lower().endswith(".rst"):
-        _rst(lines, out)
+        _rst(lines, sink)
     else:
-        _markdown(lines, out)
-    carried = [n + 1 for n, ln in enumerate(out) if ln.strip()]
-    if not carried:
-        return None
-    return Reading("bash", "".join(ln + "\n" for ln in out), line_ranges(carried))
+        _markdown(lines, sink)
+    return sink
+
+
+class DocsScanner(Scanner):
+    """Reports the shell-block lines of docs files that cannot be read (:func:`unreadable`) as
+    not checked; the blocks themselves are read by the shell rules through the derived
+    reading."""
+
+    name = "docs"
+
+    def version(self) -> str:
+        return f"{__version__}+docs1"
+
+    def options_key(self) -> str:
+        return hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
+
+    def accepts(self, target: ScanTarget) -> bool:
+        return is_doc(target.path) and not target.derived
+
+    def scan(self, files: Sequence[ScanTarget], workdir: Path) -> ScannerRun:
+        errors: dict[str, FileError] = {}
+        for t in files:
+            problems = unreadable(t.path, t.text)
+            if problems:
+                shown = "; ".join(f"line {p.line}: {p.why}" for p in problems[:6])
+                more = f" (and {len(problems) - 6} more)" if len(problems) > 6 else ""
+                errors[t.key] = FileError(
+                    f"docs: a shell block cannot be read as shell ({shown}{more})", lasting=True,
+                    lines=tuple((p.line, p.end_line) for p in problems))
+        return ScannerRun(findings={t.key: () for t in files}, errors=errors)
 
 
 def _kind(lang: str) -> str | None:
@@ -89,7 +159,7 @@ def _kind(lang: str) -> str | None:
     return None
 
 
-def _markdown(lines: list[str], out: list[str]) -> None:
+def _markdown(lines: list[str], out: _Sink) -> None:
     i = 0
     while i < len(lines):
         m = _FENCE.match(lines[i])
@@ -108,7 +178,7 @@ def _markdown(lines: list[str], out: list[str]) -> None:
         i = end + 1
 
 
-def _rst(lines: list[str], out: list[str]) -> None:
+def _rst(lines: list[str], out: _Sink) -> None:
     default = "session"  # a literal block: only its prompted lines are commands
     i = 0
     while i < len(lines):
@@ -132,7 +202,7 @@ def _rst(lines: list[str], out: list[str]) -> None:
         i += 1
 
 
-def _rst_body(lines: list[str], i: int, indent: int, kind: str | None, out: list[str]) -> int:
+def _rst_body(lines: list[str], i: int, indent: int, kind: str | None, out: _Sink) -> int:
     """The indented block after a directive or ``::`` (options skipped); the index after it."""
     while i < len(lines) and _RST_OPTION.match(lines[i]) and _indent(lines[i]) > indent:
         i += 1
@@ -151,13 +221,15 @@ def _rst_body(lines: list[str], i: int, indent: int, kind: str | None, out: list
     return i
 
 
-def _block(body: list[tuple[int, str]], kind: str, out: list[str]) -> None:
+def _block(body: list[tuple[int, str]], kind: str, out: _Sink) -> None:
     """Put a block's commands at their lines (0-based ``n``). A quote left open on a line
     carries the command over the next lines (``curl -d '{`` ... ``}'``) when one of them closes
-    it; a line whose quote nothing closes is no shell."""
+    it, and a heredoc its body up to its end line; a command whose quote or heredoc nothing in
+    the block closes is left out and reported (:class:`Unreadable`)."""
     prompted = kind == "session" or any(_PROMPT.match(ln) for _n, ln in body)
     continued = False
     logical = ""  # the command so far, for its quotes
+    pending: list[tuple[int, str]] = []  # its lines so far
     k = 0
     while k < len(body):
         n, line = body[k]
@@ -168,22 +240,88 @@ def _block(body: list[tuple[int, str]], kind: str, out: list[str]) -> None:
             p = _PROMPT.match(line)
             text = line[p.end():] if p else None
         if text is None or (not continued and not _plausible(text)):
-            continued, logical = False, ""  # output pasted into the block: not shell
+            continued, logical, pending = False, "", []  # output pasted into the block
             continue
         joined = f"{logical}\n{text}" if continued else text.strip()
         taken = [(n, text)]
         if not _quotes_closed(joined):
             span = _closing(joined, body[k:k + _MAX_QUOTED])
             if span == 0:
-                continued, logical = False, ""
+                first = pending[0][0] if pending else n
+                out.problems.append(Unreadable(first + 1, n + 1, "a quote opened here is not "
+                                                                 "closed in its block"))
+                for m, _ln in pending:
+                    out.lines[m] = ""
+                continued, logical, pending = False, "", []
                 continue
             taken += body[k:k + span]
             joined += "".join("\n" + ln for _m, ln in body[k:k + span])
             k += span
         for m, ln in taken:
-            out[m] = _PLACEHOLDER.sub("${DOC_VALUE}", ln)
+            out.lines[m] = _PLACEHOLDER.sub("${DOC_VALUE}", ln)
+        pending += taken
         continued = taken[-1][1].rstrip().endswith("\\")
         logical = joined if continued else ""
+        if continued:
+            continue
+        k, closed = _heredoc_bodies(joined, body, k, out)
+        if not closed:
+            first = pending[0][0]
+            out.problems.append(Unreadable(first + 1, body[-1][0] + 1, "a heredoc opened here "
+                                                                       "has no end line in its "
+                                                                       "block"))
+            for m, _ln in pending:
+                out.lines[m] = ""
+            return  # the rest of the block is the heredoc's, to the shell
+        pending = []
+
+
+def _heredoc_bodies(command: str, body: list[tuple[int, str]], k: int,
+                    out: _Sink) -> tuple[int, bool]:
+    """Carry the bodies of the heredocs ``command`` opens (the block's lines from ``k``) into
+    the reading; the index after the last end line, and whether every heredoc ended."""
+    for delim, tabs in _heredocs(command):
+        j = k
+        while j < len(body) and (body[j][1].lstrip("\t") if tabs else body[j][1]).rstrip() != delim:
+            j += 1
+        if j == len(body):
+            return k, False
+        for m, ln in body[k:j + 1]:
+            out.lines[m] = ln
+        k = j + 1
+    return k, True
+
+
+def _heredocs(text: str) -> list[tuple[str, bool]]:
+    """The end words of the heredocs a command opens (``<<EOF``, ``<<-'END'``), outside quotes;
+    and whether leading tabs are stripped (``<<-``)."""
+    out: list[tuple[str, bool]] = []
+    quote = ""
+    k = 0
+    while k < len(text):
+        c = text[k]
+        if quote:
+            if c == quote:
+                quote = ""
+            elif c == "\\" and quote == '"':
+                k += 1
+        elif c == "\\":
+            k += 1
+        elif c in "'\"":
+            quote = c
+        elif c == "#" and (k == 0 or text[k - 1] in " \t"):
+            break
+        elif text.startswith("<<", k) and not text.startswith("<<<", k) and (
+                k == 0 or text[k - 1] != "<"):
+            m = _HEREDOC_WORD.match(text, k + 2)
+            word = (m.group(1) or m.group(2) or m.group(3)) if m else ""
+            # ``$((1<<3))`` shifts: a digit on either side is arithmetic, not a heredoc
+            if m and not word.isdigit() and not (k and text[k - 1].isdigit()):
+                out.append((word, text[k + 2:k + 3] == "-"))
+                k = m.end()
+                continue
+        k += 1
+    return out
 
 
 def _closing(text: str, rest: list[tuple[int, str]]) -> int:

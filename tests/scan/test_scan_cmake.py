@@ -85,7 +85,7 @@ def test_rules_at_their_lines() -> None:
     assert 23 not in by_line  # URL_HASH given
     assert by_line[25] == ["dependency.builtin.cmake-fetch-unpinned",
                            "process-exec.builtin.cmake-fetched-step"]  # GIT_TAG main, a patch
-    assert by_line[32] == ["network.builtin.cmake-download"]
+    assert by_line[32] == ["dependency.builtin.cmake-download-unpinned"]  # not run: reviewed
     assert 33 not in by_line  # EXPECTED_HASH given
     assert by_line[35] == ["process-exec.builtin.cmake-execute-process"]
     assert 39 not in by_line  # a project script from the source tree
@@ -97,7 +97,7 @@ def test_messages_name_what_is_fetched() -> None:
     found = {f.line: f for f in scan_text(CMAKE)}
     assert "v4.0.0" in found[7].message and "cutlass" in found[7].message
     assert "libfast.so" in found[32].message
-    assert found[32].category is Category.NETWORK
+    assert found[32].category is Category.DEPENDENCY
     assert all(f.line != 25 or "PATCH_COMMAND runs git apply" in f.message or "main" in f.message
                for f in scan_text(CMAKE))
 
