@@ -1,7 +1,10 @@
 """A small in-process scanner for what semgrep and bandit do not catch well.
 
 - ``obfuscation.builtin.encoded-literal``: a very long base64 or hex run (or ``\\xNN`` escapes) in
-  code, scripts or configuration — a payload hidden from review.
+  code, scripts or configuration that decodes to something that could run — code, an executable,
+  a code object or a calling pickle, directly or through compression and further encodings
+  (:mod:`auditor.scan.payloads`): a payload hidden from review. A run that decodes to data (a
+  curve constant, an image, a key, a table) is only compared or parsed: no claim.
 - ``prompt-logging.builtin.request-logger-on``: the engine profile's request-logging switches
   (``--enable-log-requests``, ``VLLM_LOGGING_LEVEL=DEBUG`` ...) turned on in a launch script,
   container file, compose/YAML or other configuration.
@@ -27,10 +30,10 @@ from pathlib import Path
 
 from auditor import __version__
 from auditor.model import Category, Severity
-from auditor.scan import fetchrun, pkgconfig, shellwords
+from auditor.scan import fetchrun, payloads, pkgconfig, shellwords
 from auditor.scan.interface import RawFinding, Scanner, ScannerRun, ScanTarget
 
-RULES_VERSION = "3"
+RULES_VERSION = "4"
 MIN_ENCODED = 200  # characters of base64/hex in one literal
 
 _BASE64 = re.compile(r"[A-Za-z0-9+/_-]{" + str(MIN_ENCODED) + r",}={0,2}")
@@ -96,7 +99,7 @@ class BuiltinScanner(Scanner):
     def options_key(self) -> str:
         # the checks kept in other modules are part of the rules: their code changes answers
         code = [hashlib.sha256(Path(str(m.__file__)).read_bytes()).hexdigest()
-                for m in (fetchrun, shellwords, pkgconfig)]
+                for m in (fetchrun, shellwords, pkgconfig, payloads)]
         data = [RULES_VERSION, MIN_ENCODED, list(self.flags), sorted(self.telemetry_env.items()),
                 code]
         return hashlib.sha256(json.dumps(data).encode()).hexdigest()
@@ -143,15 +146,20 @@ class BuiltinScanner(Scanner):
         runs = [m.group() for m in _BASE64.finditer(line)] + [m.group() for m in
                                                               _HEX.finditer(line)]
         for run in runs:
-            if run.startswith("\\x") or _looks_encoded(run.rstrip("=")):
-                yield RawFinding(
-                    rule="obfuscation.builtin.encoded-literal", category=Category.OBFUSCATION,
-                    severity=Severity.HIGH, line=n, end_line=n,
-                    message=f"a {len(run)}-character encoded literal (base64/hex) in the code",
-                    help="Decode the literal and read what it holds. Code hidden in an encoded "
-                         "string is how a payload slips past review; legitimate data belongs in "
-                         "a data file with a documented origin.")
-                return
+            if not (run.startswith("\\x") or _looks_encoded(run.rstrip("="))):
+                continue
+            found = payloads.payload(run)
+            if found is None:  # data: decoded, and nothing in it could run
+                continue
+            yield RawFinding(
+                rule="obfuscation.builtin.encoded-literal", category=Category.OBFUSCATION,
+                severity=Severity.HIGH, line=n, end_line=n,
+                message=f"a {len(run)}-character encoded literal that decodes to something that "
+                        f"could run ({found})",
+                help="Decode the literal and read what it holds. Code hidden in an encoded "
+                     "string is how a payload slips past review; legitimate code belongs in "
+                     "plain source, data in a data file with a documented origin.")
+            return
 
     def _request_logging(self, flags: Sequence[tuple[str, str, re.Pattern[str]]], line: str,
                          n: int) -> Iterator[RawFinding]:

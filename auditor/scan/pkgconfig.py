@@ -10,6 +10,8 @@ systemd units (``Environment=``). It reports, one finding per line that carries 
   then names the host and judges it new or known, :mod:`auditor.scan.sources`);
 - ``dependency.builtin.index-tls-off``: TLS checks off for an index (trusted/insecure host,
   ``ssl_verify: false``, ``verify_ssl = false``);
+- ``dependency.builtin.default-index-tls-off``: TLS checks off for the default index's own hosts
+  only (``trusted-host = pypi.org files.pythonhosted.org``): no new index, reviewed (issue 29);
 - ``process-exec.builtin.launch-environment``: LD_PRELOAD, PYTHONPATH or LD_LIBRARY_PATH pointed
   outside the system folders, or ``--trust-remote-code``, in a unit or environment file.
 """
@@ -25,6 +27,7 @@ from auditor.scan.interface import RawFinding
 
 SOURCE_RULE = "dependency.builtin.package-source"
 TLS_RULE = "dependency.builtin.index-tls-off"
+DEFAULT_TLS_RULE = "dependency.builtin.default-index-tls-off"
 LAUNCH_RULE = "process-exec.builtin.launch-environment"
 
 _SOURCE_HELP = ("Every package name resolved from this source can be served by whoever runs it: a "
@@ -34,6 +37,13 @@ _SOURCE_HELP = ("Every package name resolved from this source can be served by w
 _TLS_HELP = ("With TLS checks off anyone on the network path can serve packages in the index's "
              "name. Remove the setting; a mirror with a private certificate authority takes a "
              "cert setting instead.")
+_DEFAULT_TLS_HELP = ("Trusting pypi.org or files.pythonhosted.org is usually a work-around for a "
+                     "proxy that breaks TLS; it names no new index, but anyone on the network "
+                     "path can then serve packages in PyPI's name. Remove it; a proxy with its "
+                     "own certificate authority takes a cert setting instead.")
+# the default index's own hosts (scan/sources.py's DEFAULT_INDEXES, pip's part), with a port
+_DEFAULT_HOST = re.compile(r"(?i)^(?:pypi\.org|pypi\.python\.org|files\.pythonhosted\.org)"
+                           r"(?::\d+)?$")
 _LAUNCH_HELP = ("A preloaded library, a module folder in front of the installed ones, a library "
                 "folder outside the system ones, or the model's own Python code runs inside the "
                 "server without being reviewed. Remove it, or ship the code through the reviewed "
@@ -49,7 +59,7 @@ _INDEX_ENV = re.compile(
 _TLS_ENV = re.compile(r"^\s*(?:export\s+|Environment=[\"']?(?:\S+\s+)*?)?[\"']?"
                       r"(PIP_TRUSTED_HOST|UV_INSECURE_HOST)=[\"']?(?=\S)(?![\"']?\s*$)")
 _REQ_OPTION = re.compile(r"^\s*(--index-url|--extra-index-url|--find-links|-i|-f)(?:=|\s+)\S")
-_REQ_TLS = re.compile(r"^\s*--trusted-host(?:=|\s+)\S")
+_REQ_TLS = re.compile(r"^\s*--trusted-host(?:=|\s+)(?=\S)")
 _INI_KEY = re.compile(r"^\s*(index-url|extra-index-url|find-links|trusted-host)\s*[=:]\s*(.*)$",
                       re.IGNORECASE)
 _TOML_HEADER = re.compile(r"^\s*\[\[?\s*([\w.\-\"']+)\s*\]\]?\s*(?:#.*)?$")
@@ -103,11 +113,27 @@ def _source(n: int, what: str) -> RawFinding:
                       help=_SOURCE_HELP)
 
 
-def _tls(n: int, what: str) -> RawFinding:
+def _tls(n: int, what: str, value: str | None = None) -> RawFinding:
+    """TLS off for an index; ``value``: the host list the line gives, when it gives one. Only
+    the default index's own hosts there: the review rule, not a new insecure index."""
+    if value is not None and _only_default_hosts(value):
+        return RawFinding(rule=DEFAULT_TLS_RULE, category=Category.DEPENDENCY,
+                          severity=Severity.MEDIUM, line=n, end_line=n,
+                          message=f"TLS certificate checks are off for the default index's own "
+                                  f"hosts ({what}): no new index, but PyPI can be impersonated",
+                          help=_DEFAULT_TLS_HELP)
     return RawFinding(rule=TLS_RULE, category=Category.DEPENDENCY, severity=Severity.HIGH,
                       line=n, end_line=n,
                       message=f"TLS certificate checks are off for a package index ({what})",
                       help=_TLS_HELP)
+
+
+def _only_default_hosts(value: str) -> bool:
+    """Whether a host list (blanks or commas between, quotes and brackets around, a trailing
+    comment) names hosts, and only the default index's own."""
+    hosts = [h for h in re.split(r"[\s,]+", value.split("#", 1)[0].strip().strip("[]"))
+             if h.strip("\"'")]
+    return bool(hosts) and all(_DEFAULT_HOST.match(h.strip("\"'")) for h in hosts)
 
 
 def _comment(line: str) -> bool:
@@ -120,7 +146,7 @@ def _ini(lines: Sequence[str]) -> Iterator[RawFinding]:
         if not line.strip() or _comment(line):
             continue
         if line[:1].isspace() and current is not None:
-            yield _tls(n, current) if current == "trusted-host" else _source(n, current)
+            yield _tls(n, current, line) if current == "trusted-host" else _source(n, current)
             continue
         current = None
         m = _INI_KEY.match(line)
@@ -128,7 +154,7 @@ def _ini(lines: Sequence[str]) -> Iterator[RawFinding]:
             key = m.group(1).lower()
             current = key
             if m.group(2).strip():
-                yield _tls(n, key) if key == "trusted-host" else _source(n, key)
+                yield _tls(n, key, m.group(2)) if key == "trusted-host" else _source(n, key)
 
 
 def _toml(lines: Sequence[str]) -> Iterator[RawFinding]:
@@ -138,9 +164,12 @@ def _toml(lines: Sequence[str]) -> Iterator[RawFinding]:
         if _comment(line) or not line.strip():
             continue
         if array_key is not None:
-            if _URLISH.search(line):
-                yield _tls(n, array_key) if array_key == "allow-insecure-host" else _source(
-                    n, array_key)
+            if array_key == "allow-insecure-host":
+                # its items are host names, not URLs: every item is one
+                if line.split("#", 1)[0].strip(" \t,]"):
+                    yield _tls(n, array_key, line.split("]", 1)[0])
+            elif _URLISH.search(line):
+                yield _source(n, array_key)
             if "]" in line.split("#", 1)[0]:
                 array_key = None
             continue
@@ -173,8 +202,8 @@ def _toml_key(n: int, section: str, key: str, value: str
         return [_source(n, what)], None
     if uv and key == "allow-insecure-host":
         if opens_array:
-            return ([_tls(n, key)] if value.strip("[ ") else []), "allow-insecure-host"
-        return [_tls(n, key)], None
+            return ([_tls(n, key, value)] if value.strip("[ ") else []), "allow-insecure-host"
+        return [_tls(n, key, value)], None
     if source_table and key == "verify_ssl" and _FALSE.match(value):
         return [_tls(n, f"{section}.verify_ssl = false")], None
     return [], None
@@ -215,8 +244,8 @@ def _requirements(lines: Sequence[str]) -> Iterator[RawFinding]:
             value = line.split(None, 1)[-1] if "=" not in m.group(0) else line.split("=", 1)[1]
             if not re.search(r"https://(?:pypi\.org|pypi\.python\.org)/simple/?\s*$", value):
                 yield _source(n, m.group(1))
-        elif _REQ_TLS.match(line):
-            yield _tls(n, "--trusted-host")
+        elif t := _REQ_TLS.match(line):
+            yield _tls(n, "--trusted-host", line[t.end():])
 
 
 def _env_lines(lines: Sequence[str]) -> Iterator[RawFinding]:
@@ -229,7 +258,18 @@ def _env_lines(lines: Sequence[str]) -> Iterator[RawFinding]:
             continue
         t = _TLS_ENV.search(line)
         if t:
-            yield _tls(n, t.group(1))
+            yield _tls(n, t.group(1), _env_value(line[t.end():]))
+
+
+def _env_value(rest: str) -> str:
+    """The value of an environment line after ``NAME=``: up to its closing quote when quoted,
+    else the line's rest (a unit's ``Environment=`` holds more assignments: they are hosts to
+    nothing and make the list not the default index's alone, which errs towards blocking)."""
+    rest = rest.rstrip()
+    for q in "\"'":
+        if q in rest:
+            return rest.split(q, 1)[0]
+    return rest
 
 
 def _outside(name: str, value: str) -> list[str]:

