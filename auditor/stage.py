@@ -19,6 +19,7 @@ from typing import ClassVar
 
 from rich.console import Console
 
+from auditor.background import Background
 from auditor.model import FailOn, Scope, StageResult, Workspace
 from auditor.spec import Spec
 
@@ -68,6 +69,8 @@ class Context:
     console: Console = field(default_factory=lambda: stderr_console())
     results: dict[str, StageResult] = field(default_factory=dict)
     workspace: Workspace | None = None  # set by the verify stage once git and the bundle were read
+    # work the stages register to run while this run waits on a program (auditor.background)
+    background: Background = field(default_factory=Background)
 
     @property
     def cache_dir(self) -> Path:
@@ -115,7 +118,8 @@ class Stage(ABC):
     def prepare(self, ctx: Context) -> None:
         """Called once the stages it needs have run, before the next stage runs: it may register
         work that reads what :meth:`run` will need while others' programs run
-        (:func:`auditor.background.when_waiting`). Must not raise; ``run`` works without it."""
+        (``ctx.background.when_waiting``, :mod:`auditor.background`). Must not raise; ``run``
+        works without it."""
         return None
 
     @abstractmethod

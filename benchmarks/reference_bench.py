@@ -10,10 +10,13 @@
 - with ``--before DIR`` (a copy of the package from before a change, run with this checkout's
   interpreter through ``PYTHONPATH``), each round: the yardstick (whole-tree bandit), then the
   cold audit (empty cache) and the warm audit (the cold run's cache) of each side, the sides
-  alternating; every ratio is to its own round's yardstick.
+  alternating; every ratio is to its own round's yardstick. ``--after DIR`` runs the "after"
+  side from a copy too (``cp -rL auditor DIR/``): the scan cache's key covers every scan module,
+  so a checkout others edit between the cold and the warm run makes the warm run a cold one;
+- ``--no-equivalence`` leaves the staged/reference comparison out (it costs minutes).
 
-Writes the "Reference runner" section of benchmarks/RESULTS.md (between its markers) and keeps
-the samples in ``<case>/../reference-samples.json``.
+Writes the "Reference runner" section of benchmarks/RESULTS.md (between its markers; or of
+``--results FILE``) and keeps the samples in ``<case>/../reference-samples.json``.
 """
 
 from __future__ import annotations
@@ -53,6 +56,7 @@ def _key(doc: dict) -> tuple[list, list]:
 
 
 def _audit(case: Path, work: Path, name: str, before: Path | None, cache: Path) -> Sample:
+    """An audit from the package copy ``before`` (None: this checkout)."""
     env = {"AUDITOR_CACHE": str(cache)}
     if before is not None:
         env["PYTHONPATH"] = str(before)
@@ -79,8 +83,14 @@ def main() -> None:
     ap.add_argument("--case", type=Path, default=HERE / "work" / "real-bench")
     ap.add_argument("--before", type=Path, default=None)
     ap.add_argument("--rounds", type=int, default=1)
+    ap.add_argument("--after", type=Path, default=None,
+                    help="a copy of the package to run as the after side (default: the checkout)")
+    ap.add_argument("--results", type=Path, default=HERE / "RESULTS.md",
+                    help="the file whose section is written")
     ap.add_argument("--keep-equivalence", action="store_true",
                     help="reuse the staged/reference comparison the last run stored")
+    ap.add_argument("--no-equivalence", action="store_true",
+                    help="measure the before/after rounds only")
     args = ap.parse_args()
     case = args.case.resolve()
     work = case.parent / "reference-work"
@@ -88,7 +98,9 @@ def main() -> None:
     store = case.parent / "reference-samples.json"
     doc: dict = {"when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "load": uptime()}
 
-    if args.keep_equivalence and store.is_file():
+    if args.no_equivalence:
+        doc["equivalence"] = None
+    elif args.keep_equivalence and store.is_file():
         doc["equivalence"] = json.loads(store.read_text(encoding="utf-8"))["equivalence"]
     else:
         doc["equivalence"] = _equivalence(case, work)
@@ -100,7 +112,8 @@ def main() -> None:
             row["yardstick"] = vars(measure([str(BIN / "bandit"), "-r", "-q", "-f", "json",
                                              "-o", str(work / "bandit.json"),
                                              str(case / "tree")]))
-            sides = [("before", args.before.resolve()), ("after", None)]
+            sides = [("before", args.before.resolve()),
+                     ("after", args.after.resolve() if args.after is not None else None)]
             for side, before in (sides if n % 2 == 0 else sides[::-1]):
                 cache = work / f"cache-{side}"
                 shutil.rmtree(cache, ignore_errors=True)
@@ -109,16 +122,18 @@ def main() -> None:
             rounds.append(row)
     doc["rounds"] = rounds
     store.write_text(json.dumps(doc, indent=1, default=str), encoding="utf-8")
-    write_section(doc)
+    write_section(doc, args.results)
 
 
-def write_section(doc: dict) -> None:
+def write_section(doc: dict, path: Path = HERE / "RESULTS.md") -> None:
     eq = doc["equivalence"]
     lines = [BEGIN, "## Reference runner against the staged one (issue 32)", "",
              f"Case: `python benchmarks/real_bench_case.py` (diff scope, `audit-v1.toml`). "
              f"Command: `python benchmarks/reference_bench.py --before DIR --rounds "
              f"{max(1, len(doc['rounds']))}` ({doc['when']}); load when started: "
-             f"`{doc['load']}`.", "",
+             f"`{doc['load']}`.", ""]
+    if eq is not None:
+        lines += [
              "| runner | wall (s) | CPU (s) | findings | not checked |", "|---|---:|---:|---:|---:|",
              f"| staged (`auditor scan --json`) | {eq['staged']['wall']:.1f} | "
              f"{eq['staged']['cpu']:.1f} | {eq['findings']} | {eq['not_checked']} |",
@@ -128,28 +143,32 @@ def write_section(doc: dict) -> None:
              "Same findings (rule, path, line, commit, fingerprint) and not-checked reasons: "
              f"**{'yes' if eq['same'] else 'NO'}**.", ""]
     if doc["rounds"]:
-        lines += ["Before/after (before: this change's scan modules reverted, the rest of the "
-                  "checkout as it is; same rules, same case), each ratio to its own round's "
-                  "whole-tree bandit:", "",
-                  "| measurement | wall (s) per round | wall / bandit | CPU / bandit | target |",
-                  "|---|---|---:|---:|---|"]
+        lines += ["Before/after (before: a copy of the package before the change; same rules, "
+                  "same case), each ratio to its own round's whole-tree bandit:", "",
+                  "| measurement | wall (s) per round | CPU (s) per round | wall / bandit | "
+                  "CPU / bandit | target |", "|---|---|---|---:|---:|---|"]
         targets = {"cold": 0.15, "warm": 0.03}
         for side in ("before", "after"):
             for kind in ("cold", "warm"):
                 name = f"{side} {kind}"
                 walls = [r[name]["wall"] for r in doc["rounds"]]
+                cpus = [r[name]["cpu"] for r in doc["rounds"]]
                 wr = statistics.median(r[name]["wall"] / r["yardstick"]["wall"]
                                        for r in doc["rounds"])
                 cr = statistics.median(r[name]["cpu"] / r["yardstick"]["cpu"]
                                        for r in doc["rounds"])
                 ok = "met" if wr <= targets[kind] else "missed"
+                ok_cpu = "met" if cr <= targets[kind] else "missed"
                 lines.append(f"| audit {name} | {', '.join(f'{w:.1f}' for w in walls)} | "
-                             f"{wr:.3f} | {cr:.3f} | ≤ {targets[kind]}: {ok} (wall) |")
+                             f"{', '.join(f'{c:.1f}' for c in cpus)} | "
+                             f"{wr:.3f} | {cr:.3f} | ≤ {targets[kind]}: {ok} (wall), "
+                             f"{ok_cpu} (CPU) |")
         ys = ", ".join(f"{r['yardstick']['wall']:.1f}" for r in doc["rounds"])
-        lines += ["", f"Yardstick (whole-tree `bandit -r`) wall per round: {ys} s.", ""]
+        yc = ", ".join(f"{r['yardstick']['cpu']:.1f}" for r in doc["rounds"])
+        lines += ["", f"Yardstick (whole-tree `bandit -r`) per round: wall {ys} s, CPU {yc} s.",
+                  ""]
     lines.append(END)
-    path = HERE / "RESULTS.md"
-    text = path.read_text(encoding="utf-8")
+    text = path.read_text(encoding="utf-8") if path.is_file() else ""
     section = "\n".join(lines)
     if BEGIN in text and END in text:
         a, b = text.index(BEGIN), text.index(END) + len(END)

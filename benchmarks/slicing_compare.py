@@ -3,7 +3,7 @@
     python benchmarks/slicing_compare.py CASE/audit-v1.toml [--order sliced,whole] [--json OUT]
 
 Runs the verify stage once, then the scan stage's engine in diff scope with no cache, once with
-slicing (``auditor.scan.slicing``) and once without, and prints the CPU seconds (this process and
+slicing (``auditor.scan.diffslice``) and once without, and prints the CPU seconds (this process and
 its children: semgrep, bandit, git) and wall seconds of each, and whether the findings (path,
 lines, rule, fingerprint, commit, message), the files not checked and the scan's notes (besides
 the slicing note) are identical. Exit 1 when they are not.
@@ -62,7 +62,7 @@ def main() -> int:
                                  f.message) for f in res.findings)
         findings[mode] += [("not checked", n) for n in res.not_checked]
         findings[mode] += [("note", n) for n in res.data_as(ScanData).notes
-                           if "auditor.scan.slicing" not in n]
+                           if "auditor.scan.diffslice" not in n]
         report[mode] = {"cpu_self": round(s1 - s0, 2), "cpu_children": round(c1 - c0, 2),
                         "cpu": round(s1 - s0 + c1 - c0, 2), "wall": round(w1 - w0, 1),
                         "findings": len(res.findings), "not_checked": list(res.not_checked),

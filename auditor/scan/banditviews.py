@@ -5,7 +5,7 @@ the node visitor, ~10 % parsing), and the tests auditor runs (:data:`auditor.sca
 each look at one node: a call and its arguments, a string constant, or the file's raw characters
 (B613). What one node makes of its neighbours is the import aliases (``import_aliases``), filled
 by every import statement in visiting order. So a function body can be left out, lines and
-columns in place (:func:`auditor.scan.slicing.elide_functions`, which keeps every import on its
+columns in place (:func:`auditor.scan.pyast.elide_functions`, which keeps every import on its
 line), when its text (decorators and header included) shows none of what a test needs:
 
 - a call's resolved name has a word a test names (``exec``, ``pickle``, ``system``, ``load``,
@@ -26,7 +26,7 @@ line), when its text (decorators and header included) shows none of what a test 
 
 A file with none of these anywhere (:func:`nothing_to_match`) is not given to bandit at all.
 The file is given whole when it does not parse or has a bidirectional control character (B613
-reads the raw lines; :func:`~auditor.scan.slicing.parse_sliceable`), when a coding declaration
+reads the raw lines; :func:`~auditor.scan.pyast.parse_sliceable`), when a coding declaration
 would make bandit (which parses bytes) read other text than UTF-8, and when no body would be
 left out. Module-level code and class bodies are always kept. ``tests/scan/test_scan_banditviews.py``
 runs the real bandit on each view and on the file and requires the same results.
@@ -46,10 +46,10 @@ from functools import lru_cache
 from pathlib import Path
 
 from auditor.fsutil import atomic_write_bytes
-from auditor.scan import prefilter, slicing
+from auditor.scan import prefilter, pyast
 from auditor.scan.banditwords import Triggers, triggers
 
-_DIGEST = hashlib.sha256(Path(__file__).read_bytes() + Path(slicing.__file__).read_bytes()
+_DIGEST = hashlib.sha256(Path(__file__).read_bytes() + Path(pyast.__file__).read_bytes()
                          + Path(prefilter.__file__).read_bytes()).hexdigest()[:16]
 
 # What the tests need is read from the installed bandit (auditor.scan.banditwords); None: bandit
@@ -105,12 +105,12 @@ def _imported_exactly(imports: Iterable[ast.Import | ast.ImportFrom]) -> set[str
 
 
 def _imports(tree: ast.Module,
-             functions: list[slicing.Function],
+             functions: list[pyast.Function],
              lines: list[str]) -> Iterator[ast.Import | ast.ImportFrom]:
     """Every import statement of the file: outside functions, then in each function's body."""
-    yield from slicing.outside_imports(tree)
+    yield from pyast.outside_imports(tree)
     for f in functions:
-        yield from slicing.import_statements(f, lines)
+        yield from pyast.import_statements(f, lines)
 
 
 def _may_match(text: str, words: frozenset[str], t: Triggers) -> bool:
@@ -137,10 +137,10 @@ def bandit_view(text: str) -> str | None:
     """``text`` with the function bodies no test can match left out, or None when bandit is to
     read the file whole (see the module docstring)."""
     t = _triggers()
-    tree = slicing.parse_sliceable(text) if t is not None else None
+    tree = pyast.parse_sliceable(text) if t is not None else None
     if tree is None or t is None:
         return None
-    functions = list(slicing.outer_functions(tree.body))
+    functions = list(pyast.outer_functions(tree.body))
     if not functions:
         return None
     lines = text.split("\n")
@@ -152,14 +152,14 @@ def bandit_view(text: str) -> str | None:
         words -= {"load"}
     words |= _bound_by_triggering_imports(imports, t)
 
-    def keep(f: slicing.Function) -> bool:
-        a, b = slicing.span(f)
+    def keep(f: pyast.Function) -> bool:
+        a, b = pyast.span(f)
         return _may_match("\n".join(lines[a - 1:b]), words, t)
 
     # not parsed again: leaving bodies out of a file that parses gives one that parses (see
     # auditor.scan.taintviews); a view that did not would be bandit's syntax error, the file
     # then reported not checked
-    s = slicing.elide_functions(text, tree, keep, verify=False)
+    s = pyast.elide_functions(text, tree, keep, verify=False)
     return None if s is None else s.text
 
 
@@ -171,7 +171,7 @@ def nothing_to_match(text: str) -> bool:
     does not is bandit's syntax error, and is given to bandit to say so)."""
     t = _triggers()
     return (t is not None and not _may_match(text, t.words, t)
-            and not slicing.odd_characters(text) and slicing.compiles(text))
+            and not pyast.odd_characters(text) and pyast.compiles(text))
 
 
 #: how bandit reads a file (:func:`reading_of`): not at all, its view, or whole

@@ -22,16 +22,29 @@ Some files cannot be read by the scanners as they are, or mean something else th
 A derived target keeps the bundle path; findings map back through its ``line_map`` (identity for
 the Dockerfile readings). Its cache identity is its own text plus :data:`DIGEST` (the source of the
 derivations), like the CUDA shim's.
+
+Deriving parses every Python file (the strings that run, the command lines it holds, its coding)
+on every run, before the scan cache is asked: most of a warm audit's time. :class:`ReadingCache`
+keeps each file's readings by content (:func:`reading_key`: its path, family and text, the code
+of every scan module and auditor's version, the Python and PyYAML versions the parsers are);
+:func:`expand` without one is the plain path it is compared with
+(``tests/scan/test_scan_derived_cache.py``).
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import re
+import sys
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
+import yaml
+
+from auditor.fsutil import JsonStore
 from auditor.lines import line_ranges as _ranges
 from auditor.scan import cmake, cmdlines, dockerfile, docs, pycoding, pystrings, shellwords
 from auditor.scan.interface import ScanTarget
@@ -55,11 +68,13 @@ def _digest() -> str:
 DIGEST = _digest()
 
 
-def expand(targets: Sequence[ScanTarget]) -> list[ScanTarget]:
-    """Every target, followed by its derived targets (a superseded one is marked so)."""
+def expand(targets: Sequence[ScanTarget],
+           cache: ReadingCache | None = None) -> list[ScanTarget]:
+    """Every target, followed by its derived targets (a superseded one is marked so); with a
+    ``cache``, each file's readings are looked up by content first and stored when made."""
     out: list[ScanTarget] = []
     for t in targets:
-        extra = derive(t)
+        extra = cache.derive(t) if cache is not None else derive(t)
         if any(d.derived in (PYTHON_DECODED, PTH_PYTHON) for d in extra):
             t = replace(t, superseded=True)
         out.append(t)
@@ -142,3 +157,73 @@ def _target(t: ScanTarget, how: str, family: str, text: str, *,
     sha = hashlib.sha256(f"{how}\0{DIGEST}\0".encode() + text.encode("utf-8")).hexdigest()
     return ScanTarget(key=f"{t.key}#{how}", path=t.path, origin=t.origin, sha256=sha,
                       family=family, text=text, derived=how, line_map=line_map, covers=covers)
+
+
+_READING_SCHEMA = "auditor/derived-readings/v1"
+
+
+def reading_key(t: ScanTarget) -> str:
+    """The cache key of ``t``'s derived readings: everything :func:`derive` reads of it (path,
+    family, text) and everything that makes them (the scan modules' code and auditor's version by
+    :func:`auditor.scan.cache.code_digest`, :data:`DIGEST`, the Python and PyYAML versions)."""
+    from auditor.scan.cache import code_digest
+
+    text = hashlib.sha256(t.text.encode("utf-8", "surrogatepass")).hexdigest()
+    raw = json.dumps([_READING_SCHEMA, code_digest(), DIGEST, sys.version,
+                      getattr(yaml, "__version__", ""), t.path, t.family, text])
+    return hashlib.sha256(raw.encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class _Reading:
+    how: str
+    family: str
+    text: str
+    covers: tuple[tuple[int, int], ...]
+    line_map: tuple[int, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"how": self.how, "family": self.family, "text": self.text,
+                "covers": [list(c) for c in self.covers], "line_map": list(self.line_map)}
+
+    @staticmethod
+    def from_json(data: Any) -> _Reading:
+        if not isinstance(data, dict) or not isinstance(data.get("how"), str) \
+                or not isinstance(data.get("text"), str) \
+                or not isinstance(data.get("family"), str):
+            raise ValueError("not a reading")
+        covers = tuple((int(a), int(b)) for a, b in data["covers"])
+        line_map = tuple(int(n) for n in data["line_map"])
+        return _Reading(data["how"], data["family"], data["text"], covers, line_map)
+
+
+class ReadingCache:
+    """Each file's derived readings in ``<cache>/derived`` (:class:`~auditor.fsutil.JsonStore`),
+    keyed by :func:`reading_key`; an unreadable or malformed entry is a miss, a failed write
+    only costs speed. ``hits`` and ``misses`` count the lookups."""
+
+    def __init__(self, root: Path) -> None:
+        self.store = JsonStore(root / "derived")
+        self.hits = 0
+        self.misses = 0
+
+    def derive(self, t: ScanTarget) -> list[ScanTarget]:
+        """:func:`derive` of ``t``, from the cache when it holds them."""
+        key = reading_key(t)
+        data = self.store.get(key)
+        if data is not None and data.get("schema") == _READING_SCHEMA:
+            try:
+                got = [_Reading.from_json(r) for r in data["readings"]]
+            except (KeyError, TypeError, ValueError):
+                got = None
+            if got is not None:
+                self.hits += 1
+                return [_target(t, r.how, r.family, r.text, covers=r.covers,
+                                line_map=r.line_map) for r in got]
+        self.misses += 1
+        made = derive(t)
+        kept = [_Reading(d.derived, d.family, d.text, d.covers, d.line_map).to_json()
+                for d in made if d.family is not None]
+        if len(kept) == len(made):  # every reading made again from what is kept
+            self.store.put(key, {"schema": _READING_SCHEMA, "readings": kept})
+        return made

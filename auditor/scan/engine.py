@@ -48,6 +48,7 @@ from auditor.scan import docs, pool, symlinks
 from auditor.scan import plan as plan_mod
 from auditor.scan.cache import CacheEntry, ResultCache, cache_key
 from auditor.scan.coverage import assess
+from auditor.scan.diffslice import SliceTally, slice_targets
 from auditor.scan.files import ReadResult, classify, family_of, split_lines
 from auditor.scan.fingerprint import scan_fingerprint
 from auditor.scan.interface import (
@@ -62,7 +63,7 @@ from auditor.scan.interface import (
 from auditor.scan.limits import oversize
 from auditor.scan.merge import merge_same_concern
 from auditor.scan.scope import attribute, changed_paths, read_blobs, upstream_blobs
-from auditor.scan.slicing import SliceTally, slice_cache, slice_targets
+from auditor.scan.slicecache import slice_cache
 from auditor.scan.sources import SourceJudge, upstream_sources
 from auditor.textsafe import redact
 
@@ -87,7 +88,7 @@ class ScanConfig:
     jobs: int = 2
     today: dt.date | None = None
     package_indexes: tuple[str, ...] = ()  # the engine profile's known package sources
-    # diff scope: modified Python files scanned as slices (auditor.scan.slicing)
+    # diff scope: modified Python files scanned as slices (auditor.scan.diffslice)
     slice_diff: bool = True
     # the reference runner's attribution: one ``git blame`` per file, never the series walk
     blame_each: bool = False
@@ -128,7 +129,9 @@ def run_scan(ws: Workspace, scanners: Sequence[Scanner], config: ScanConfig, wor
 
     # derived readings (a Dockerfile's shell text, a Python file as the interpreter decodes it)
     # are scanned beside the files; their findings and errors belong to the file's path
-    targets = derived_mod.expand(bundle + baseline)
+    # (kept by content in the cache: deriving parses every Python file)
+    targets = derived_mod.expand(bundle + baseline, derived_mod.ReadingCache(config.cache_dir)
+                                 if config.cache_dir is not None else None)
     readings, link_findings = _link_readings(links, bundle)
     targets += readings
     try:
@@ -317,7 +320,7 @@ def _baseline(ws: Workspace, bundle: Sequence[ScanTarget], changed: set[str],
 def _slice_for_diff(ws: Workspace, targets: list[ScanTarget], upstream: Mapping[str, str],
                     config: ScanConfig, blamer: _Blamer) -> tuple[list[ScanTarget], SliceTally]:
     """Diff scope: each modified Python file as a slice, untouched function bodies left out
-    (:mod:`auditor.scan.slicing`); the lines come from blame, started here for those files."""
+    (:mod:`auditor.scan.diffslice`); the lines come from blame, started here for those files."""
     if config.scope is not Scope.DIFF or not config.slice_diff:
         return targets, SliceTally()
 

@@ -6,7 +6,7 @@ A :class:`ScanPlan` is a frozen value built before anything runs: for each targe
 (bandit, builtin ...). A reading is one of
 
 - ``whole``: the rule reads the file as it is;
-- ``slice``: a diff-scope slice of it (:mod:`auditor.scan.slicing`: untouched function bodies
+- ``slice``: a diff-scope slice of it (:mod:`auditor.scan.diffslice`: untouched function bodies
   left out, lines in place);
 - ``view``: a view of it for this rule (:mod:`auditor.scan.taintviews`, bandit's
   :mod:`auditor.scan.banditviews`: function bodies the rule cannot match left out);

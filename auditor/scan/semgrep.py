@@ -20,7 +20,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from auditor import background, gitio
+from auditor import gitio
 from auditor.errors import ToolError
 from auditor.model import Category, Severity
 from auditor.scan import pyshim, taintviews
@@ -66,7 +66,7 @@ class SemgrepScanner(ExternalTool, Scanner):
 
     def __init__(self, rules_dir: Path | None = None, *, timeout: int = 600, jobs: int = 1,
                  rule_timeout: int = 30, cli: str = "osemgrep", views: bool = True,
-                 processes: int = 1) -> None:
+                 processes: int = 1, waiting: Callable[[], None] = lambda: None) -> None:
         if cli not in CLIS:
             raise ValueError(f"semgrep command line {cli!r}: one of {', '.join(CLIS)}")
         self.cli = cli
@@ -95,6 +95,9 @@ class SemgrepScanner(ExternalTool, Scanner):
         self.processes = max(1, processes)
         self.rule_timeout = rule_timeout
         self._shim, self._shim_digest = _cuda_shim()
+        # called before the longest wait of a scan: the run's background work may start then
+        # (``Context.background.waiting``, auditor.background)
+        self._waiting = waiting
 
     def options_key(self) -> str:
         flags = ["--disable-nosem", "--max-target-bytes=0", f"--timeout={self.rule_timeout}",
@@ -181,7 +184,7 @@ class SemgrepScanner(ExternalTool, Scanner):
                           env=sealed_env(root / "home"), check=True)
             except ToolError as exc:
                 return all_failed(files, f"semgrep: {exc.message}")
-        background.waiting()  # the longest wait of a scan: others' work may run now
+        self._waiting()  # the longest wait of a scan: others' work may run now
         if (len(groups) > 1 and self.cli == "osemgrep"
                 and max(sum(len(t) + 1 for t in g) for g in groups) <= _ARGV_BUDGET):
             # one semgrep process per group, each on one core: semgrep's own --jobs=2 costs

@@ -12,6 +12,7 @@ the scan plan that ran: :mod:`auditor.scan.plan`) plus the findings and ``not_ch
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -21,6 +22,7 @@ from auditor.policy import policy_of, waivers_of
 from auditor.scan.bandit import BanditScanner
 from auditor.scan.builtin import BuiltinScanner
 from auditor.scan.cmake import CMakeScanner
+from auditor.scan.docs import DocsScanner
 from auditor.scan.engine import ScanConfig, run_scan
 from auditor.scan.interface import Scanner
 from auditor.scan.pycoding import CodingScanner
@@ -29,19 +31,24 @@ from auditor.spec import ENGINES_DIR, Spec
 from auditor.stage import Context, Stage
 
 
-def default_scanners(spec: Spec, *, jobs: int, rules_dir: Path | None = None) -> list[Scanner]:
+def default_scanners(spec: Spec, *, jobs: int, rules_dir: Path | None = None,
+                     waiting: Callable[[], None] = lambda: None) -> list[Scanner]:
     """semgrep (the rule set), bandit (Python), builtin (encoded literals, engine switches),
-    coding (Python coding declarations), cmake (what the build fetches and runs)."""
+    coding (Python coding declarations), cmake (what the build fetches and runs), docs (shell
+    blocks of docs files that cannot be read). ``waiting`` is called when semgrep is about to
+    wait on its processes (the run's ``Context.background.waiting``)."""
     timeout = spec.scan.timeout if spec.scan is not None else 600
     return [
         # a semgrep process per core, each over a share of the files and on one core of its
         # own (semgrep's --jobs=2 cost ~40 % more CPU than two processes: benchmarks/RESULTS.md);
         # bandit the same, at a lower priority: it takes what they leave
-        SemgrepScanner(rules_dir, timeout=timeout, jobs=1, processes=max(1, jobs)),
+        SemgrepScanner(rules_dir, timeout=timeout, jobs=1, processes=max(1, jobs),
+                       waiting=waiting),
         BuiltinScanner(spec.profile.request_logging_flags, spec.profile.telemetry_env),
         BanditScanner(timeout=timeout, processes=max(1, jobs)),
         CodingScanner(),
         CMakeScanner(),
+        DocsScanner(),
     ]
 
 
@@ -80,7 +87,8 @@ class ScanStage(Stage):
             jobs=ctx.options.jobs,
             package_indexes=package_indexes(spec),
         )
-        scanners = default_scanners(spec, jobs=ctx.options.jobs, rules_dir=self.rules_dir)
+        scanners = default_scanners(spec, jobs=ctx.options.jobs, rules_dir=self.rules_dir,
+                                    waiting=ctx.background.waiting)
         if ctx.options.explain:
             config = replace(config, explain=True)
         if ctx.options.reference:  # the plain twin of every shortcut (auditor.scan.reference)

@@ -6,7 +6,7 @@ functions that read it, but it is not followed from one function to another thro
 fields, call arguments or return values, a ``global`` assigned in another function, a class
 attribute, a class body (a bare name, or a ``global`` assigned there) or a closure. So a finding of
 a taint rule inside a function follows from that function's own lines and the file's *module
-code*: the file with every outermost function left out as :mod:`auditor.scan.slicing` leaves it
+code*: the file with every outermost function left out as :mod:`auditor.scan.diffslice` leaves it
 out and every class body blanked (every import kept). The *context* (the same with class bodies
 kept) is what every view keeps: a finding there needs no function.
 
@@ -38,7 +38,7 @@ then ``os.environ[KEY]``, is kept).
 A rule that can match in none of the functions nor in the context is not given the file at all.
 A rule reads the file whole (no view) when it names no sink group and the module code alone
 passes its prefilter (every function could then match), when no body would be left out, or when
-the file is not sliced at all (:func:`~auditor.scan.slicing.parse_sliceable`). Checking one
+the file is not sliced at all (:func:`~auditor.scan.pyast.parse_sliceable`). Checking one
 prefilter item never joins text across the module code and a function (an identifier or a
 ``::`` cannot run from one to the other), and a ``word+word`` item may find its words in either.
 """
@@ -55,10 +55,10 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from auditor.scan import prefilter, slicing
+from auditor.scan import prefilter, pyast
 from auditor.scan.prefilter import Prefilter
 
-_DIGEST = hashlib.sha256(Path(__file__).read_bytes() + Path(slicing.__file__).read_bytes()
+_DIGEST = hashlib.sha256(Path(__file__).read_bytes() + Path(pyast.__file__).read_bytes()
                          + Path(prefilter.__file__).read_bytes()).hexdigest()[:16]
 
 
@@ -83,17 +83,17 @@ def taint_views(text: str, prefilters: Sequence[Prefilter]) -> list[View | None]
     out: list[View | None] = [None] * len(prefilters)
     if not prefilters:
         return out
-    tree = slicing.parse_sliceable(text)
+    tree = pyast.parse_sliceable(text)
     if tree is None:
         return out
     lines = text.split("\n")
-    functions = list(slicing.outer_functions(tree.body))
+    functions = list(pyast.outer_functions(tree.body))
     lambdas = _outside_lambdas(tree, lines) if "lambda" in text else []
     dead = _dead_stores(tree, lines)
     if not functions and not lambdas and not dead:
         return out
     lines = _blanked(lines, dead)
-    own = {id(f): "\n".join(lines[a - 1:b]) for f in functions for a, b in [slicing.span(f)]}
+    own = {id(f): "\n".join(lines[a - 1:b]) for f in functions for a, b in [pyast.span(f)]}
     layout = _Layout.of(tree, lines, functions)
     whole = layout.texts(lines)
     for i, pf in enumerate(prefilters):
@@ -171,14 +171,14 @@ class _Layout:
 
     @staticmethod
     def of(tree: ast.Module, lines: Sequence[str],
-           functions: Sequence[slicing.Function]) -> _Layout:
-        inside = [n for f in functions for n in slicing.import_statements(f, lines)]
+           functions: Sequence[pyast.Function]) -> _Layout:
+        inside = [n for f in functions for n in pyast.import_statements(f, lines)]
         inside_code = [ast.unparse(n) for n in inside]
-        bodies = [slicing.class_body(c, lines) for c in slicing.outer_classes(tree.body)]
-        imports = [(_binds(n), ast.unparse(n)) for n in slicing.outside_imports(tree)]
+        bodies = [pyast.class_body(c, lines) for c in pyast.outer_classes(tree.body)]
+        imports = [(_binds(n), ast.unparse(n)) for n in pyast.outside_imports(tree)]
         imports += zip(map(_binds, inside), inside_code, strict=True)
         imports += _aliases(tree)
-        return _Layout(tuple(slicing.span(f) for f in functions),
+        return _Layout(tuple(pyast.span(f) for f in functions),
                        # a class body on its header's line is kept
                        tuple(b for b in bodies if b is not None),
                        tuple(inside_code), tuple(imports))
@@ -214,16 +214,16 @@ def _outside_lambdas(tree: ast.Module, lines: Sequence[str]) -> list[_Lambda]:
     """The outermost lambdas of the module code and the class bodies whose body could be left
     out (one that spans lines, or has room for ``...`` on its line)."""
     out: list[_Lambda] = []
-    for s in slicing.statements(tree.body, not_into=lambda s: isinstance(s, slicing.FUNCTIONS)):
-        if isinstance(s, slicing.FUNCTIONS):
+    for s in pyast.statements(tree.body, not_into=lambda s: isinstance(s, pyast.FUNCTIONS)):
+        if isinstance(s, pyast.FUNCTIONS):
             continue  # its decorators and defaults are the function's
         for lam in _lambdas_in(s):
             b = lam.body
             if b.end_lineno is None or b.end_col_offset is None:
                 continue
             first, last = lines[b.lineno - 1], lines[b.end_lineno - 1]
-            start = (b.lineno, len(slicing.before(first, b.col_offset)))
-            end = (b.end_lineno, len(slicing.before(last, b.end_col_offset)))
+            start = (b.lineno, len(pyast.before(first, b.col_offset)))
+            end = (b.end_lineno, len(pyast.before(last, b.end_col_offset)))
             if start[0] == end[0] and end[1] - start[1] < 3:
                 continue  # ``lambda: x``: no room for ``...``, and nothing to gain
             if start[0] == end[0]:
@@ -267,7 +267,7 @@ def _blocks(stmts: list[ast.stmt]) -> Iterator[list[ast.stmt]]:
     """``stmts`` and every block of statements in them, not in functions or classes."""
     yield stmts
     for s in stmts:
-        if isinstance(s, (*slicing.FUNCTIONS, ast.ClassDef)):
+        if isinstance(s, (*pyast.FUNCTIONS, ast.ClassDef)):
             continue
         for field in ("body", "orelse", "finalbody"):
             block = getattr(s, field, None)
@@ -281,8 +281,8 @@ def _own_lines(s: ast.stmt, lines: Sequence[str]) -> bool:
     """Whether no other statement shares ``s``'s lines (nothing before it, a comment at most
     after it)."""
     first, last = lines[s.lineno - 1], lines[(s.end_lineno or s.lineno) - 1]
-    after = last[len(slicing.before(last, s.end_col_offset or 0)):].strip()
-    return not slicing.before(first, s.col_offset).strip() and (
+    after = last[len(pyast.before(last, s.end_col_offset or 0)):].strip()
+    return not pyast.before(first, s.col_offset).strip() and (
         not after or after.startswith("#"))
 
 
@@ -325,7 +325,7 @@ def _names(tree: ast.Module) -> tuple[set[str], Counter[str]]:
                 read.add(n.id)
             else:
                 bound[n.id] += 1
-        elif isinstance(n, (*slicing.FUNCTIONS, ast.ClassDef)):
+        elif isinstance(n, (*pyast.FUNCTIONS, ast.ClassDef)):
             bound[n.name] += 1
         elif isinstance(n, ast.alias):
             bound[n.asname or n.name.split(".")[0]] += 1
@@ -395,7 +395,7 @@ def _aliases(tree: ast.Module) -> list[tuple[frozenset[str], str]]:
     method it names, so a function that calls the alias can hold a sink, as with a name an import
     binds (one bound in another function only keeps a function more)."""
     out: list[tuple[frozenset[str], str]] = []
-    for n in slicing.statements(tree.body):
+    for n in pyast.statements(tree.body):
         if not isinstance(n, ast.Assign) or not isinstance(
                 n.value, (ast.Attribute, ast.Name, ast.Call)):
             continue
@@ -422,7 +422,7 @@ def _view(text: str, tree: ast.Module, keep: set[int], lambda_lines: int) -> Vie
     # not parsed again: leaving bodies out of a file that parses gives one that parses (every
     # body of each of the 2,687 files of vLLM 0.32.0 left out at once: all parse); a view that
     # did not would be a parse error in semgrep, the file then reported not checked
-    s = slicing.elide_functions(text, tree, lambda f: id(f) in keep, verify=False)
+    s = pyast.elide_functions(text, tree, lambda f: id(f) in keep, verify=False)
     if s is None:  # no function left out: lambda bodies were
         return View(text, 0, lambda_lines)
     return View(s.text, s.functions, s.lines + lambda_lines)

@@ -17,8 +17,9 @@ def test_the_key_covers_the_scan_modules_and_their_helpers() -> None:
              for p in cache.covered_files()}
     for module in ("scan/gating.py", "scan/staging.py", "scan/semgrep.py", "scan/bandit.py",
                    "scan/plan.py", "scan/prefilter.py", "scan/taintviews.py",
-                   "scan/banditviews.py", "scan/slicing.py", "scan/pool.py", "scan/cache.py",
-                   "scan/interface.py", "textsafe.py"):
+                   "scan/banditviews.py", "scan/diffslice.py", "scan/pyast.py",
+                   "scan/slicecache.py", "scan/pool.py", "scan/cache.py", "scan/interface.py",
+                   "textsafe.py"):
         assert module in names, module
 
 

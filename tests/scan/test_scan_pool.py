@@ -67,7 +67,7 @@ def test_the_views_work_can_be_sent_to_another_process() -> None:
 
 
 def test_slices_made_on_processes_are_the_slices_made_here(monkeypatch) -> None:
-    from auditor.scan import slicing
+    from auditor.scan import diffslice
 
     files = [target(p, t) for p, t in HOSTILE.items()] + [target("vllm/settings.py", SETTINGS)]
     lines = {t.key: {3} for t in files}  # the third line of each file changed
@@ -75,9 +75,9 @@ def test_slices_made_on_processes_are_the_slices_made_here(monkeypatch) -> None:
     def changed(ts: object) -> dict[str, set[int]]:
         return lines
 
-    here = slicing.slice_targets(files, lambda _t: True, changed)
+    here = diffslice.slice_targets(files, lambda _t: True, changed)
     monkeypatch.setattr(pool, "MIN_WORK", 1)
-    there = slicing.slice_targets(files, lambda _t: True, changed)
+    there = diffslice.slice_targets(files, lambda _t: True, changed)
     assert here == there and here[1].files
 
 

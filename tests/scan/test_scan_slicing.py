@@ -1,5 +1,6 @@
-"""Diff-scope slicing (auditor.scan.slicing): what a slice keeps, and that the real semgrep (the
-shipped rules) and bandit give the same findings on changed lines for a slice as for the whole file.
+"""Diff-scope slicing (auditor.scan.diffslice; its AST toolkit auditor.scan.pyast, its cache
+auditor.scan.slicecache): what a slice keeps, and that the real semgrep (the shipped rules) and
+bandit give the same findings on changed lines for a slice as for the whole file.
 
 The equivalence runs one semgrep and one bandit process over every Python rule fixture, a file of
 cross-function shapes and the demo's Python files, each whole and once per function as if only
@@ -24,8 +25,8 @@ from auditor import demo, demo_files
 from auditor.model import Finding, Scope
 from auditor.policy import load_policy
 from auditor.results.scan import ScanData
+from auditor.scan import diffslice, pyast, slicecache
 from auditor.scan import rules as rules_mod
-from auditor.scan import slicing
 from auditor.scan.bandit import BanditScanner
 from auditor.scan.builtin import BuiltinScanner
 from auditor.scan.engine import ScanConfig, run_scan
@@ -117,7 +118,7 @@ def target(rel: str, text: str) -> ScanTarget:
 
 def spans(text: str) -> list[tuple[int, int]]:
     tree = ast.parse(text)
-    return [slicing.span(f) for f in slicing.outer_functions(tree.body)]
+    return [pyast.span(f) for f in pyast.outer_functions(tree.body)]
 
 
 def module_lines(text: str) -> set[int]:
@@ -131,7 +132,7 @@ def module_lines(text: str) -> set[int]:
 def test_untouched_bodies_are_left_out_and_every_kept_line_stays_in_place() -> None:
     text = CROSS_FUNCTION
     probe = next(s for s in spans(text) if "def probe" in text.split("\n")[s[0] - 1])
-    s = slicing.slice_python(text, {probe[0] + 1})
+    s = diffslice.slice_python(text, {probe[0] + 1})
     assert s is not None
     old, new = text.split("\n"), s.text.split("\n")
     assert len(new) == len(old)
@@ -151,7 +152,7 @@ def test_untouched_bodies_are_left_out_and_every_kept_line_stays_in_place() -> N
 
 def test_imports_in_a_left_out_body_stay_on_their_lines() -> None:
     text = CROSS_FUNCTION
-    s = slicing.slice_python(text, set())
+    s = diffslice.slice_python(text, set())
     assert s is not None
     old, new = text.split("\n"), s.text.split("\n")
     for mod in ("import subprocess as sp", "from pickle import loads as unpickle",
@@ -162,7 +163,7 @@ def test_imports_in_a_left_out_body_stay_on_their_lines() -> None:
 
 def test_global_keeps_a_function_whole() -> None:
     text = CROSS_FUNCTION
-    s = slicing.slice_python(text, set())
+    s = diffslice.slice_python(text, set())
     assert s is not None
     assert 'URL = "https://collector.example.net/p"' in s.text  # declares `global URL`
     assert 'BASE = "https://elsewhere.example"' not in s.text  # a local: left out
@@ -171,9 +172,9 @@ def test_global_keeps_a_function_whole() -> None:
 
 def test_a_function_next_to_a_changed_line_is_kept() -> None:
     text = "import os\n\n\ndef f():\n    os.system('x')\n    return 1\n# changed\n"
-    assert slicing.slice_python(text, {7}) is None  # nothing to leave out
-    assert slicing.slice_python(text, {3}) is None
-    s = slicing.slice_python(text, {1})
+    assert diffslice.slice_python(text, {7}) is None  # nothing to leave out
+    assert diffslice.slice_python(text, {3}) is None
+    s = diffslice.slice_python(text, {1})
     assert s is not None and s.text == "import os\n\n\ndef f():\n    ...\n\n# changed\n"
 
 
@@ -182,7 +183,7 @@ def test_a_body_that_starts_with_a_decorator_is_left_out_from_the_decorator() ->
     once sliced to a lone decorator line: bandit could not parse it)."""
     text = ("def f(s):\n    @dataclass\n    class C:\n        x: int = 1\n    return C\n\n\n"
             "def g():\n    @functools.cache\n    def h():\n        return 1\n    return h\n")
-    s = slicing.slice_python(text, set())
+    s = diffslice.slice_python(text, set())
     assert s is not None and s.functions == 2
     assert s.text == "def f(s):\n    ...\n\n\n\n\n\ndef g():\n    ...\n\n\n\n"
     ast.parse(s.text)
@@ -197,12 +198,12 @@ def test_a_body_that_starts_with_a_decorator_is_left_out_from_the_decorator() ->
     "x = 1\n",  # no function
 ])
 def test_files_scanned_whole(text: str) -> None:
-    assert slicing.slice_python(text, set()) is None
+    assert diffslice.slice_python(text, set()) is None
 
 
 def test_crlf_files_keep_their_line_ends() -> None:
     text = "def f():\r\n    a = 1\r\n    return a\r\n\r\ndef g():\r\n    return 2\r\n"
-    s = slicing.slice_python(text, {6})
+    s = diffslice.slice_python(text, {6})
     assert s is not None
     assert s.text == "def f():\r\n    ...\r\n\r\n\r\ndef g():\r\n    return 2\r\n"
 
@@ -212,12 +213,12 @@ def test_slice_targets_keys_on_the_sliced_content() -> None:
     t = target("vllm/x.py", text)
     other = ScanTarget(key="b:doc.md", path="doc.md", origin=Origin.BUNDLE, sha256="0",
                        family=None, text="# hi\n")
-    out, tally = slicing.slice_targets([t, other], lambda _t: True,
+    out, tally = diffslice.slice_targets([t, other], lambda _t: True,
                                        lambda ts: {x.key: set() for x in ts})
     assert out[1] is other and out[0].text != text
     assert out[0].sha256 == hashlib.sha256(out[0].text.encode()).hexdigest() != t.sha256
     assert tally.files == 1 and tally.lines > 0 and tally.notes()
-    same, none = slicing.slice_targets([t], lambda _t: False, lambda ts: {})
+    same, none = diffslice.slice_targets([t], lambda _t: False, lambda ts: {})
     assert same == [t] and none.notes() == []
 
 
@@ -249,7 +250,7 @@ def variants(texts: dict[str, str]) -> Iterator[tuple[Variant, str]]:
         near = {n for a, b in spans(text) for n in (a - 1, b + 1)}
         changes = [set(range(a, b + 1)) for a, b in spans(text)] + [module_lines(text) - near]
         for changed in changes:
-            s = slicing.slice_python(text, changed)
+            s = diffslice.slice_python(text, changed)
             if s is not None:
                 yield Variant(name, frozenset(changed)), s.text
 
@@ -399,15 +400,15 @@ def test_demo_diff_scope_is_the_same_sliced_and_whole(tmp_path: Path) -> None:
 def test_the_slice_cache_gives_back_the_slice_without_asking_blame(tmp_path: Path) -> None:
     t = target("vllm/x.py", CROSS_FUNCTION)
     whole = target("vllm/y.py", "x = 1\n")
-    cache = slicing.SliceCache(tmp_path, "series-a")
-    first, tally = slicing.slice_targets([t, whole], lambda _t: True,
+    cache = slicecache.SliceCache(tmp_path, "series-a")
+    first, tally = diffslice.slice_targets([t, whole], lambda _t: True,
                                          lambda ts: {x.key: {1} for x in ts}, cache)
     assert tally.files == 1 and tally.cached == 0
 
     def no_blame(ts: object) -> dict[str, set[int]]:
         raise AssertionError(f"blame asked about {ts}")
 
-    again, warm = slicing.slice_targets([t, whole], lambda _t: True, no_blame, cache)
+    again, warm = diffslice.slice_targets([t, whole], lambda _t: True, no_blame, cache)
     assert [x.text for x in again] == [x.text for x in first] and again[1] is whole
     assert warm.cached == 2 and warm.files == 1 and warm.lines == tally.lines
     # another series (or a changed repository) is another identity: blame is asked again
@@ -417,7 +418,7 @@ def test_the_slice_cache_gives_back_the_slice_without_asking_blame(tmp_path: Pat
         asked.extend(x.key for x in ts)
         return {x.key: set() for x in ts}
 
-    slicing.slice_targets([t], lambda _t: True, blame, slicing.SliceCache(tmp_path, "series-b"))
+    diffslice.slice_targets([t], lambda _t: True, blame, slicecache.SliceCache(tmp_path, "series-b"))
     assert asked == [t.key]
 
 
@@ -426,13 +427,13 @@ def test_the_blame_identity_names_replace_refs_and_configuration(tmp_path: Path)
     up = repo.commit("one", files={"a.py": "x = 1\n"})
     head = repo.commit("two", files={"a.py": "x = 2\n"})
     ws = workspace(repo, up, head, tmp_path)
-    first = slicing.blame_identity(ws)
-    assert slicing.blame_identity(ws) == first
+    first = slicecache.blame_identity(ws)
+    assert slicecache.blame_identity(ws) == first
     repo.git("replace", "--graft", head)  # a replace ref: history now reads differently
-    second = slicing.blame_identity(ws)
+    second = slicecache.blame_identity(ws)
     assert second != first
     repo.git("config", "blame.ignoreRevsFile", ".ignore-revs")
-    assert slicing.blame_identity(ws) != second
+    assert slicecache.blame_identity(ws) != second
 
 
 UP_A = "import os\n\n\ndef f():\n    return os.getcwd()\n\n\ndef g():\n    return 1\n"
@@ -445,7 +446,7 @@ def test_path_histories_give_each_paths_blobs_and_set_apart_what_moves(tmp_path:
     repo.commit("two", files={"a.py": UP_A.replace("1\n", "3\n"), "b.py": "b = 2\n"})
     repo.git("mv", "c.py", "d.py")
     head = repo.commit("three", files={"e.py": "e = 1\n"})
-    h = slicing.path_histories(workspace(repo, up, head, tmp_path))
+    h = slicecache.path_histories(workspace(repo, up, head, tmp_path))
     assert h is not None
     blob = lambda rev, path: repo.git("rev-parse", f"{rev}:{path}")  # noqa: E731
     assert h.blobs == {"a.py": (blob("HEAD~2", "a.py"), blob("HEAD~1", "a.py")),
@@ -456,7 +457,7 @@ def test_path_histories_give_each_paths_blobs_and_set_apart_what_moves(tmp_path:
     side = repo.commit("side", files={"f.py": "f = 1\n"})
     repo.checkout("main")
     repo.git("merge", "--no-ff", "-m", "merge", side)
-    assert slicing.path_histories(workspace(repo, up, repo.head(), tmp_path)) is None
+    assert slicecache.path_histories(workspace(repo, up, repo.head(), tmp_path)) is None
 
 
 def test_a_rebased_series_that_gives_a_file_the_same_blobs_needs_no_blame(tmp_path: Path) -> None:
@@ -477,11 +478,11 @@ def test_a_rebased_series_that_gives_a_file_the_same_blobs_needs_no_blame(tmp_pa
         return {t.key: {9} for t in ts}
 
     def run(head: str, b_text: str) -> list[ScanTarget]:
-        cache = slicing.slice_cache(tmp_path / "cache", workspace(repo, up, head, tmp_path),
+        cache = slicecache.slice_cache(tmp_path / "cache", workspace(repo, up, head, tmp_path),
                                     upstream)
         assert cache is not None
         ts = [target("a.py", series_a), target("b.py", b_text)]
-        return slicing.slice_targets(ts, lambda _t: True, blame, cache)[0]
+        return diffslice.slice_targets(ts, lambda _t: True, blame, cache)[0]
 
     first = run(head1, UP_A.replace("return 1", "return 3"))
     assert asked == ["a.py", "b.py"] and "os.getcwd" not in first[0].text
