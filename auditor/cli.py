@@ -105,7 +105,12 @@ def _options(**kw: Any) -> Options:
 def _load(spec: Path, *, writing_series: bool = False) -> Any:
     from auditor.spec import load_spec
 
-    return load_spec(spec, writing_series=writing_series)
+    loaded = load_spec(spec, writing_series=writing_series)
+    if loaded.deps is not None and loaded.deps.lock is not None:
+        from auditor.deps.lock import read_lock  # the lock is untrusted: read it before any work
+
+        read_lock(loaded.deps.lock)
+    return loaded
 
 
 def _stage_command(spec_path: Path, name: str, options: Options, as_json: bool,
@@ -158,6 +163,7 @@ def series(
 ) -> None:
     from auditor.outputs import write_output_text
     from auditor.provenance.seriesfile import series_text
+    from auditor.redaction import redacted_text
 
     _check_output(output)
     try:
@@ -165,7 +171,7 @@ def series(
         if output is None:
             sys.stdout.write(text)
         else:
-            write_output_text(output, text)
+            write_output_text(output, redacted_text(text))
     except AuditError as exc:
         _fail(exc)
 
@@ -235,7 +241,9 @@ def build(
             from auditor.rebuild.recipe import load_recipe
 
             loaded = load_recipe(recipe)
-            text = render(loaded, prepare(loaded, online=online, folder=folder))
+            text = render(loaded, prepare(loaded, online=online, folder=folder,
+                                          progress=lambda m: print(_escape(m), file=sys.stderr,
+                                                                   flush=True)))
             sys.stdout.write("".join(_escape(line) + "\n" for line in text.splitlines()))
         except AuditError as exc:
             _fail(exc)

@@ -25,6 +25,7 @@ from typing import Any
 
 from auditor.errors import InputError
 from auditor.model import AUDIT_SCHEMA
+from auditor.redaction import Redacted, require_redacted
 
 MARKER_NAME = ".auditor-out"
 DEMO_SCHEMA = "auditor/demo/v1"
@@ -186,11 +187,13 @@ def _check_one(target: Path, what: str, named: Path) -> None:
                          "changed", hint="name a new file, or - for standard output")
 
 
-def write_output_file(path: Path, text: str, what: str = "--output", *,
+def write_output_file(path: Path, text: Redacted, what: str = "--output", *,
                       mode: int | None = None) -> None:
     """Write an output file (checked again first, then replaced atomically: never written through
     a link or into a special file). ``mode``: its permissions; by default those of the file it
-    replaces, or 0666 less the umask. A failure is an InputError (exit 2)."""
+    replaces, or 0666 less the umask. A failure is an InputError (exit 2). ``text`` must be
+    :class:`~auditor.redaction.Redacted` (else UnredactedError, before anything is touched)."""
+    require_redacted(text, f"{what} {path}")
     check_output_file(path, what)
     try:
         old = os.lstat(path)
@@ -217,14 +220,16 @@ def write_output_file(path: Path, text: str, what: str = "--output", *,
         Path(tmp).unlink(missing_ok=True)
 
 
-def write_output_text(path: Path, text: str, what: str = "--output") -> None:
+def write_output_text(path: Path, text: Redacted, what: str = "--output") -> None:
     """:func:`write_output_file` with the permissions of the file it replaces."""
     write_output_file(path, text, what)
 
 
-def append_output_text(path: Path, text: str, what: str) -> None:
+def append_output_text(path: Path, text: Redacted, what: str) -> None:
     """Append to an output file (``--summary``): only to a regular file or a new one, never
-    through a link (O_NOFOLLOW) nor into a FIFO or device (checked on the opened file)."""
+    through a link (O_NOFOLLOW) nor into a FIFO or device (checked on the opened file).
+    ``text`` must be :class:`~auditor.redaction.Redacted`."""
+    require_redacted(text, f"{what} {path}")
     check_output_file(path, what)
     flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK
     try:

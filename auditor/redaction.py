@@ -10,6 +10,11 @@ assignment position. Hex strings (git shas, sha256 digests, UUIDs) are never tak
 
 :func:`redact` works on one string; :func:`redact_tree` on a JSON-shaped value (every string in
 it, keys included); :func:`dump_json` is the one serialiser every JSON document goes through.
+
+Text leaves the process through one boundary: the writers (:mod:`auditor.outputs`) take only a
+:class:`Redacted` value, which :func:`redacted_text` and :func:`dump_json` make, and a report
+formatter makes from a redacted audit (:func:`from_redacted`); any other string is refused
+(:class:`UnredactedError`).
 """
 
 from __future__ import annotations
@@ -397,6 +402,37 @@ def _token(m: re.Match[str], d: TokenDetector) -> str:
     return _replace_group(m, d.group)
 
 
+class Redacted(str):
+    """Text every secret of which was replaced: what the writers take. Made by
+    :func:`redacted_text`, :func:`dump_json`, or :func:`from_redacted` for text made only of
+    redacted values; anything built from it again (``+``, f-strings) is a plain ``str``."""
+
+    __slots__ = ()
+
+
+class UnredactedError(TypeError):
+    """A writer was given text that did not pass redaction (a programming error, not input)."""
+
+
+def redacted_text(text: str) -> Redacted:
+    """``text`` redacted (once: a :class:`Redacted` value is returned as it is)."""
+    return text if isinstance(text, Redacted) else Redacted(redact(text))
+
+
+def from_redacted(text: str) -> Redacted:
+    """``text`` marked redacted without another pass: for a document made only of redacted values
+    (a formatter's rendering of a redacted audit, an escaping of redacted JSON)."""
+    return text if isinstance(text, Redacted) else Redacted(text)
+
+
+def require_redacted(text: object, what: str) -> Redacted:
+    """``text`` when it is :class:`Redacted`; else :class:`UnredactedError` naming ``what``."""
+    if not isinstance(text, Redacted):
+        raise UnredactedError(f"{what}: refusing to write text that was not redacted "
+                              f"({type(text).__name__}); pass it through redacted_text()")
+    return text
+
+
 def redact_tree(value: Any) -> Any:
     """A JSON-shaped value with every string in it (keys too) passed through :func:`redact`."""
     if isinstance(value, str):
@@ -408,7 +444,7 @@ def redact_tree(value: Any) -> Any:
     return value
 
 
-def dump_json(data: Any, *, indent: int | None = 2, sort_keys: bool = False) -> str:
+def dump_json(data: Any, *, indent: int | None = 2, sort_keys: bool = False) -> Redacted:
     """The one way a JSON document leaves the tool: redacted, UTF-8 text, newline-terminated."""
-    return json.dumps(redact_tree(data), indent=indent, sort_keys=sort_keys,
-                      ensure_ascii=False) + "\n"
+    return Redacted(json.dumps(redact_tree(data), indent=indent, sort_keys=sort_keys,
+                               ensure_ascii=False) + "\n")

@@ -12,15 +12,13 @@ import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar, overload
+from typing import Any, TypeVar, overload
 
 from auditor.errors import SpecError, SpecErrors
 from auditor.inputs import read_input_text
 from auditor.model import Scope
+from auditor.results.review import ReviewArea, parse_areas
 from auditor.textsafe import excerpt
-
-if TYPE_CHECKING:
-    from auditor.review.areas import ReviewArea
 
 # the auditor/policies symlink points at the top-level policies/ in a checkout; a wheel holds a copy
 POLICIES_DIR = (Path(__file__).resolve().parent / "policies").resolve()
@@ -398,8 +396,6 @@ def load_profile(name: str, *, file: Path | None = None) -> EngineProfile:
 
 
 def _review_areas(path: Path, raw: Mapping[str, Any]) -> tuple[ReviewArea, ...]:
-    from auditor.review.areas import parse_areas
-
     return parse_areas(raw, file=path)
 def _targets(t: _Table) -> dict[str, Target]:
     raw = t._get("targets", dict, "a table of targets", False) or {}
@@ -495,10 +491,6 @@ def load_spec(path: str | Path, *, writing_series: bool = False) -> Spec:
     if problems:
         raise problems[0] if len(problems) == 1 else SpecErrors(problems, file=str(file))
     assert engine and upstream and patches and bundle
-    if deps is not None and deps.lock is not None:
-        from auditor.deps.lock import read_lock  # the lock is untrusted: read it before work
-
-        read_lock(deps.lock)
     return Spec(path=file, root=root, engine=engine, upstream=upstream, patches=patches,
                 bundle=bundle, scan=scan, deps=deps, build=build, service=service, raw=doc,
                 review=review, attest=attest)

@@ -24,6 +24,7 @@ from pathlib import Path
 from auditor.errors import InputError
 from auditor.model import AuditResult, Finding
 from auditor.policy import EXPIRED_RULE, UNUSED_RULE
+from auditor.redaction import redacted_text
 from auditor.textsafe import redact
 
 MIN_PREFIX = 8
@@ -166,5 +167,5 @@ def waive(audit_json: Path, req: WaiverRequest, output: Path | None,
         existing = read_input_text(output, "-o") if output.exists() else ""
         whole = appended(existing, text)
         check_waivers_text(whole, f"-o {output}", found)
-        write_output_text(output, whole, "-o")
+        write_output_text(output, redacted_text(whole), "-o")
     return text

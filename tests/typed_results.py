@@ -11,7 +11,7 @@ from typing import Any
 
 from auditor.model import Scope, SeriesCommit
 from auditor.results.build import BuildData, BuiltWheel, ModuleRecord, Toolchain
-from auditor.results.deps import DeclarationRecord, DepsData, SourceRecord, VulnRecord
+from auditor.results.deps import DeclarationRecord, DepsData, Kind, SourceRecord, VulnRecord
 from auditor.results.sbom import ProvenanceDocument, SbomData, SbomDocument
 from auditor.results.scan import CacheTally, ScanData
 from auditor.results.unit import ExposureScore, UnitData
@@ -77,7 +77,7 @@ def decl(name: str, pin: str | None = None, *, file: str = "requirements.txt", l
          specifier: str | None = None, kind: str = "pypi", url: str | None = None,
          ref: str | None = None) -> DeclarationRecord:
     return DeclarationRecord(
-        name=name, kind=kind, specifier=specifier if specifier is not None
+        name=name, kind=Kind(kind), specifier=specifier if specifier is not None
         else (f"=={pin}" if pin else ""), pin=pin, markers="", url=url, extras=(), ref=ref,
         hash=None, file=file, line=line, end_line=line, group="")
 

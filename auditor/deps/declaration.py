@@ -16,21 +16,11 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 
-FULL_SHA = re.compile(r"^[0-9a-fA-F]{40}$")
+# the kind and the sha pattern live with the stage's record, which carries them to the SBOM
+from auditor.results.deps import FULL_SHA as FULL_SHA
+from auditor.results.deps import Kind as Kind
+
 VCS_PREFIXES = ("git+", "hg+", "svn+", "bzr+")
-
-
-class Kind(StrEnum):
-    PYPI = "pypi"  # a name and a version specifier, resolved through an index
-    URL = "url"  # a direct URL to an archive or wheel
-    VCS = "vcs"  # git+https://...@ref and friends
-    CMAKE_GIT = "cmake-git"  # FetchContent_Declare / ExternalProject_Add with GIT_REPOSITORY
-    CMAKE_URL = "cmake-url"  # FetchContent_Declare / ExternalProject_Add with URL
-    INDEX = "index"  # --index-url, --extra-index-url, --find-links, --trusted-host
-
-    @property
-    def is_package(self) -> bool:
-        return self in (Kind.PYPI, Kind.URL, Kind.VCS)
 
 
 @dataclass(frozen=True)

@@ -279,13 +279,13 @@ def snapshot_age(report: VulnReport, max_age_days: int, now: dt.datetime) -> str
 
 def record(d: Declaration) -> DeclarationRecord:
     return DeclarationRecord(
-        name=d.name, kind=d.kind.value, specifier=d.specifier, pin=d.pin, markers=d.markers,
+        name=d.name, kind=d.kind, specifier=d.specifier, pin=d.pin, markers=d.markers,
         url=d.url, extras=d.extras, ref=d.ref, hash=d.hash, file=d.file, line=d.line,
         end_line=d.end_line or d.line, group=d.group)
 
 
 def _fetch(d: Declaration) -> FetchRecord:
-    return FetchRecord(name=d.name, kind=d.kind.value,
+    return FetchRecord(name=d.name, kind=d.kind,
                        repository=d.url if d.kind is Kind.CMAKE_GIT else None, tag=d.ref,
                        url=d.url if d.kind is Kind.CMAKE_URL else None, hash=d.hash,
                        pinned=d.pinned_ref if d.kind is Kind.CMAKE_GIT else bool(d.hash),

@@ -169,7 +169,7 @@ def _deps_section(d: DepsDiff) -> list[str]:
                          ("removed", [decl_text(x) for x in d.removed]),
                          ("changed", [redact(str(c.get("name", ""))) for c in d.changed])):
         out.append(f"- newly {label}: " + (", ".join(md(x) for x in items) or "none"))
-    vulns = vulnerabilities({"vulnerabilities": [v.to_json() for v in d.vulnerabilities]})
+    vulns = vulnerabilities(d.vulnerabilities)
     if vulns:
         out.append("")
         out += table(["id", "package", "version", "fixed in", "severity"],

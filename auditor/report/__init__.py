@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from auditor.model import STAGES, AuditResult, Verdict, compute_verdict
+from auditor.redaction import require_redacted
 from auditor.report.formats import ReportFormat, formatter_for
-from auditor.report.interface import Formatter
-from auditor.textsafe import redact_tree
+from auditor.report.interface import Formatter, RedactedAudit, redacted
 
 if TYPE_CHECKING:
     from auditor.stage import Context
@@ -25,11 +25,6 @@ AUDIT_FORMATS: tuple[ReportFormat, ...] = (ReportFormat.MARKDOWN, ReportFormat.H
 
 def formatters() -> list[Formatter]:
     return [formatter_for(f) for f in AUDIT_FORMATS]
-
-
-def redacted(audit: AuditResult) -> AuditResult:
-    """The audit with every string in it (keys too) redacted: the one pass each format reads."""
-    return AuditResult.from_json(redact_tree(audit.to_json()))
 
 
 @dataclass(frozen=True)
@@ -64,7 +59,8 @@ def write_reports(audit: AuditResult, out_dir: Path, ctx: Context | None = None)
     """report.md, report.html and findings.sarif into ``out_dir``, made from the redacted audit."""
     clean = redacted(audit)
     for fmt in formatters():
-        (out_dir / fmt.filename).write_text(fmt.render(clean), encoding="utf-8")
+        text = require_redacted(fmt.render(clean), fmt.filename)
+        (out_dir / fmt.filename).write_text(text, encoding="utf-8")
 
 
 def load_audit(path: Path) -> AuditResult:
@@ -103,7 +99,8 @@ def render_saved(path: Path, fmt: ReportFormat) -> str:
     return formatter_for(fmt).render(load_saved(path).audit)
 
 
-__all__ = ["AUDIT_FORMATS", "Formatter", "Recomputed", "ReportFormat", "check_signed",
+__all__ = ["AUDIT_FORMATS", "Formatter", "Recomputed", "RedactedAudit", "ReportFormat",
+           "check_signed",
            "formatter_for",
            "formatters", "load_audit", "load_saved", "recompute_verdict", "redacted",
            "render_saved", "write_reports"]

@@ -18,7 +18,8 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from auditor.model import Action, AuditResult, Finding, Severity, Verdict
-from auditor.report.interface import Formatter
+from auditor.redaction import Redacted, from_redacted
+from auditor.report.interface import Formatter, RedactedAudit
 from auditor.report.markdown import render_view
 from auditor.report.view import UnsignedArea, build_view, origin_words
 from auditor.textsafe import document_safe, redact
@@ -128,17 +129,18 @@ def report_md_beside(audit_json: Path) -> str:
     return path.as_posix()
 
 
-def annotations_text(audit: AuditResult, report_md: str = "report.md") -> str:
-    return "\n".join(workflow_commands(audit, report_md)) + "\n"
+def annotations_text(audit: AuditResult, report_md: str = "report.md") -> Redacted:
+    """The workflow commands as text (made from the view, which is of the redacted audit)."""
+    return from_redacted("\n".join(workflow_commands(audit, report_md)) + "\n")
 
 
-def step_summary(audit: AuditResult) -> str:
+def step_summary(audit: AuditResult) -> Redacted:
     """Markdown for ``$GITHUB_STEP_SUMMARY`` (the same content as report.md)."""
-    return render_view(build_view(audit), heading="##")
+    return from_redacted(render_view(build_view(audit), heading="##"))
 
 
 class GithubAnnotations(Formatter):
     filename = "github-annotations.txt"
 
-    def render(self, audit: AuditResult) -> str:
+    def document(self, audit: RedactedAudit) -> str:
         return annotations_text(audit)

@@ -14,22 +14,22 @@ from __future__ import annotations
 
 import base64
 import hashlib
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
 from jinja2 import Environment, StrictUndefined
 
-from auditor.model import AuditResult, Category, Finding
+from auditor.model import Category, Finding
 from auditor.report.html_template import SCRIPT, STYLE, TEMPLATE
-from auditor.report.interface import Formatter
+from auditor.report.interface import Formatter, RedactedAudit
 from auditor.report.view import (
     ReportView,
     as_list,
     as_map,
     as_text,
     build_view,
+    decl_text,
     dep_text,
     diff_details,
     exposure_text,
@@ -106,16 +106,17 @@ def _plain_name(value: Any) -> str | None:
 
 def artifacts(v: ReportView) -> list[Artifact]:
     """The files the stages say they wrote into the audit directory, with relative links."""
-    found: list[tuple[str, Any]] = []
-    if v.sbom:
-        found += [("SBOM (CycloneDX)", as_map(v.sbom.get("sbom")).get("file")),
-                  ("provenance (in-toto)", as_map(v.sbom.get("provenance")).get("file"))]
-    if v.unit:
-        unit = v.unit.get("unit")
-        found += [("systemd unit", unit.get("file") if isinstance(unit, Mapping) else unit),
-                  ("environment file example", v.unit.get("env_example"))]
-    if v.build:
-        found.append(("wheel", as_map(v.build.get("wheel")).get("file")))
+    found: list[tuple[str, str | None]] = []
+    sbom = v.sbom.data if v.sbom is not None else None
+    if sbom is not None:
+        found += [("SBOM (CycloneDX)", sbom.sbom.file if sbom.sbom else None),
+                  ("provenance (in-toto)", sbom.provenance.file if sbom.provenance else None)]
+    unit = v.unit.data if v.unit is not None else None
+    if unit is not None:
+        found += [("systemd unit", unit.unit), ("environment file example", unit.env_example)]
+    build = v.build.data if v.build is not None else None
+    if build is not None:
+        found.append(("wheel", build.wheel.file if build.wheel else None))
     out = []
     for label, value in found:
         name = _plain_name(value)
@@ -130,6 +131,7 @@ def _env() -> Environment:
     env.filters["t"] = _t
     env.filters["short"] = short
     env.filters["dep"] = dep_text
+    env.filters["decl"] = decl_text
     env.globals.update(as_list=as_list, as_map=as_map, state=finding_state,
                        diff_rows=diff_rows, reproducible_word=reproducible_word,
                        stats_text=stats_text, diff_details=diff_details,
@@ -165,5 +167,5 @@ def render_html(v: ReportView, *, title: str = "Audit report") -> str:
 class HtmlFormatter(Formatter):
     filename = "report.html"
 
-    def render(self, audit: AuditResult) -> str:
+    def document(self, audit: RedactedAudit) -> str:
         return render_html(build_view(audit))

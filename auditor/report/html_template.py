@@ -328,18 +328,18 @@ merges: {% for s in p.merges %}<code>{{ s|t|short }}</code> {% else %}none{% end
 
 <section id="deps">
 <h2>Dependencies</h2>
-{% set d = v.deps %}
-{% if d is none %}<p>Not requested.</p>
-{% elif not d %}<p>No dependency data (the stage did not complete).</p>
+{% set d = v.deps.data if v.deps is not none else none %}
+{% if v.deps is none %}<p>Not requested.</p>
+{% elif d is none %}<p>No dependency data (the stage did not complete).</p>
 {% else %}
 <table>
-{% for key in ("added", "removed", "changed") %}
-<tr><th>{{ key }}</th><td>{% for x in as_list(d.get(key)) %}<span class="mono">{{ x|dep|t }}</span>{% if not loop.last %}, {% endif %}{% else %}none{% endfor %}</td></tr>
+{% for key, texts in (("added", d.added|map("decl")), ("removed", d.removed|map("decl")), ("changed", d.changed|map("dep"))) %}
+<tr><th>{{ key }}</th><td>{% for x in texts %}<span class="mono">{{ x|t }}</span>{% if not loop.last %}, {% endif %}{% else %}none{% endfor %}</td></tr>
 {% endfor %}
-{% set src = as_map(d.get("source")) %}
-{% if src %}<tr><th>vulnerability data</th><td>{{ src.get("kind")|t }}{% if src.get("digest") %}, digest <code>{{ src.get("digest")|t|short(16) }}</code>{% endif %}{% if src.get("date") %}, {{ src.get("date")|t }}{% endif %}</td></tr>{% endif %}
+{% set src = d.source %}
+<tr><th>vulnerability data</th><td>{{ src.kind|t }}{% if src.digest %}, digest <code>{{ src.digest|t|short(16) }}</code>{% endif %}{% if src.date %}, {{ src.date|t }}{% endif %}</td></tr>
 </table>
-{% set vulns = vulnerabilities(d) %}
+{% set vulns = vulnerabilities(d.vulnerabilities) %}
 {% if vulns %}
 <h3>Known vulnerabilities</h3>
 <div class="scroll"><table class="vulns">
@@ -355,20 +355,20 @@ merges: {% for s in p.merges %}<code>{{ s|t|short }}</code> {% else %}none{% end
 
 <section id="build">
 <h2>Build</h2>
-{% set b = v.build %}
-{% if b is none %}<p>Not requested: nothing was built.</p>
-{% elif not b %}<p>No build data (the stage did not complete).</p>
+{% set b = v.build.data if v.build is not none else none %}
+{% if v.build is none %}<p>Not requested: nothing was built.</p>
+{% elif b is none %}<p>No build data (the stage did not complete).</p>
 {% else %}
-{% set wheel = as_map(b.get("wheel")) %}
+{% set wheel = b.wheel %}
 <table>
-{% if wheel %}<tr><th>wheel</th><td class="mono">{{ wheel.get("file")|t }}<br>sha256 {{ wheel.get("sha256")|t }}</td></tr>{% endif %}
-{% set groups = module_groups(b.get("modules")) %}
+{% if wheel %}<tr><th>wheel</th><td class="mono">{{ wheel.file|t }}<br>sha256 {{ wheel.sha256|t }}</td></tr>{% endif %}
+{% set groups = module_groups(b.modules) %}
 {% if not groups %}<tr><th>compiled here</th><td>none</td></tr>{% endif %}
 {% for action, names in groups %}
 <tr><th>{{ "compiled here" if action == "built" else "modules, " ~ action|t }}</th><td>{% for n in names %}<span class="mono">{{ n|t }}</span>{% if not loop.last %}, {% endif %}{% endfor %}</td></tr>
 {% endfor %}
-<tr><th>reproducibility</th><td>{{ reproducible_word(b.get("reproducible")) }}</td></tr>
-{% set oc = origin_counts(b.get("origins")) %}
+<tr><th>reproducibility</th><td>{{ reproducible_word(b.reproducible) }}</td></tr>
+{% set oc = origin_counts(b.origins) %}
 {% if oc %}<tr><th>origin of the wheel's files</th><td>{% for k, n in oc %}{{ k|t }}: {{ n }}{% if not loop.last %}, {% endif %}{% endfor %}</td></tr>{% endif %}
 </table>
 {% endif %}
@@ -378,13 +378,13 @@ merges: {% for s in p.merges %}<code>{{ s|t|short }}</code> {% else %}none{% end
 <h2>SBOM, provenance and service</h2>
 <ul>
 {% if v.sbom is none %}<li>SBOM: not requested</li>
-{% else %}{% set sb = as_map(v.sbom.get("sbom")) %}{% set pv = as_map(v.sbom.get("provenance")) %}
-<li>SBOM: {% if sb %}<span class="mono">{{ sb.get("file")|t }}</span>{% if sb.get("serial") %}, serial <code>{{ sb.get("serial")|t }}</code>{% endif %}{% else %}not written{% endif %}</li>
-<li>provenance: {% if pv %}<span class="mono">{{ (pv.get("file") or "statement")|t }}</span>{% else %}not written{% endif %}</li>
+{% else %}{% set sb = v.sbom.data.sbom if v.sbom.data is not none else none %}{% set pv = v.sbom.data.provenance if v.sbom.data is not none else none %}
+<li>SBOM: {% if sb %}<span class="mono">{{ sb.file|t }}</span>{% if sb.serial %}, serial <code>{{ sb.serial|t }}</code>{% endif %}{% else %}not written{% endif %}</li>
+<li>provenance: {% if pv %}<span class="mono">{{ (pv.file or "statement")|t }}</span>{% else %}not written{% endif %}</li>
 {% endif %}
 {% if v.unit is none %}<li>service unit: not requested</li>
-{% else %}{% set u = v.unit.get("unit") %}
-<li>service unit: <span class="mono">{{ ((u.get("file") or u.get("name")) if u is mapping else u)|t or "not written" }}</span>, <strong>{{ exposure_text(v.unit)|t }}</strong></li>
+{% else %}{% set u = v.unit.data %}
+<li>service unit: <span class="mono">{{ (u.unit if u is not none else "")|t or "not written" }}</span>, <strong>{{ (exposure_text(u) if u is not none else "exposure not measured")|t }}</strong></li>
 {% endif %}
 </ul>
 {% if artifacts %}

@@ -8,13 +8,12 @@ messages, snippets, paths, reasons) goes through the one redacting writer,
 
 from __future__ import annotations
 
-from auditor.model import AuditResult
-from auditor.report.interface import Formatter
+from auditor.report.interface import Formatter, RedactedAudit
 from auditor.textsafe import dump_json
 
 
 class JsonFormatter(Formatter):
     filename = "audit.json"
 
-    def render(self, audit: AuditResult) -> str:
+    def document(self, audit: RedactedAudit) -> str:
         return dump_json(audit.to_json())

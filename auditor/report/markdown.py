@@ -13,16 +13,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from auditor.model import AuditResult, Finding, StageStatus, Verdict
-from auditor.report.interface import Formatter
+from auditor.report.interface import Formatter, RedactedAudit
 from auditor.report.view import (
     CommitView,
     Counts,
     ReportView,
     UnsignedArea,
-    as_list,
-    as_map,
     as_text,
     build_view,
+    decl_text,
     dep_text,
     diff_details,
     exposure_text,
@@ -35,6 +34,7 @@ from auditor.report.view import (
     stats_text,
     vulnerabilities,
 )
+from auditor.results.deps import DepsData
 from auditor.textsafe import document_safe, markdown_safe, redact
 
 #: a PR comment holds 65,536 characters: long tables are cut and point at report.html
@@ -281,26 +281,26 @@ def _unreviewed(v: ReportView, h2: str) -> list[str]:
 
 def _deps(v: ReportView, h2: str) -> list[str]:
     out = [f"{h2} Dependencies", ""]
-    d = v.deps
-    if d is None:
+    if v.deps is None:
         return out + ["Not requested.", ""]
-    if not d:
+    d = v.deps.data
+    if d is None:
         return out + ["No dependency data (the stage did not complete).", ""]
-    for key, label in (("added", "Added"), ("removed", "Removed"), ("changed", "Changed")):
-        items = as_list(d.get(key))
-        if items:
-            out.append(f"- {label}: " + ", ".join(md(dep_text(x)) for x in items[:MAX_ROWS])
-                       + (f" … (+{len(items) - MAX_ROWS})" if len(items) > MAX_ROWS else ""))
+    for label, texts in (("Added", [decl_text(x) for x in d.added]),
+                         ("Removed", [decl_text(x) for x in d.removed]),
+                         ("Changed", [dep_text(x) for x in d.changed])):
+        if texts:
+            out.append(f"- {label}: " + ", ".join(md(t) for t in texts[:MAX_ROWS])
+                       + (f" … (+{len(texts) - MAX_ROWS})" if len(texts) > MAX_ROWS else ""))
         else:
             out.append(f"- {label}: none")
     out += _deps_surface(d)
-    src = as_map(d.get("source"))
-    if src:
-        out.append(f"- vulnerability data: {md(src.get('kind'))}"
-                   + (f", digest {code(short(src.get('digest'), 16))}" if src.get("digest") else "")
-                   + (f", {md(src.get('date'))}" if src.get("date") else ""))
+    src = d.source
+    out.append(f"- vulnerability data: {md(src.kind)}"
+               + (f", digest {code(short(src.digest, 16))}" if src.digest else "")
+               + (f", {md(src.date)}" if src.date else ""))
     out.append("")
-    vulns = vulnerabilities(d)
+    vulns = vulnerabilities(d.vulnerabilities)
     if vulns:
         out += table(["id", "aliases", "package", "version", "fixed in", "severity"],
                      ([md(x.id), md(x.aliases), md(x.package), md(x.version), md(x.fixed),
@@ -311,39 +311,38 @@ def _deps(v: ReportView, h2: str) -> list[str]:
     return out
 
 
-def _deps_surface(d: Mapping[str, Any]) -> list[str]:
+def _deps_surface(d: DepsData) -> list[str]:
     """The deployed surface in one line, the lock, and what is not deployed or not pinned."""
     out = []
-    surface = as_map(d.get("surface"))
-    if surface:
-        out.append(f"- {md(surface.get('summary'))}")
-    lock = as_map(d.get("lock"))
-    if lock:
-        out.append(f"- lock: {code(lock.get('path'))} ({md(lock.get('format'))}, "
-                   f"{len(as_list(lock.get('packages')))} packages, markers for "
-                   f"{md(lock.get('environment'))})")
-    unpinned = as_list(d.get("unpinned_deployed"))
+    split = d.split
+    if split is not None:
+        out.append(f"- {md(split.surface.get('summary'))}")
+    lock = d.lock
+    if lock is not None:
+        out.append(f"- lock: {code(lock.path)} ({md(lock.format)}, "
+                   f"{len(lock.packages)} packages, markers for {md(lock.environment)})")
+    unpinned = d.unpinned_deployed
     if unpinned:
         out.append(f"- unpinned deployed requirements, vulnerabilities not checked "
                    f"({len(unpinned)}): "
-                   + ", ".join(md(f"{dep_text(x)}:{as_map(x).get('line')}")
+                   + ", ".join(md(f"{decl_text(x.decl)}:{x.decl.line}")
                                for x in unpinned[:MAX_ROWS])
                    + (f" … (+{len(unpinned) - MAX_ROWS})" if len(unpinned) > MAX_ROWS else ""))
-    for note in as_list(d.get("notes"))[:MAX_ROWS]:
+    for note in d.notes[:MAX_ROWS]:
         out.append(f"- note: {md(note)}")
-    off = as_list(d.get("not_deployed"))
-    if surface and (off or as_list(d.get("not_deployed_not_checked"))):
-        files = sorted({as_text(as_map(x).get("file")) for x in off})
+    if split is not None and (split.not_deployed or split.not_deployed_not_checked):
+        off = split.not_deployed
+        files = sorted({x.file for x in off})
         out += ["", "### Not deployed", "",
                 f"{len(off)} declaration(s) in {len(files)} file(s) off the deployed surface: "
                 "diffed and attributed when the series changes them, not looked up for "
                 "vulnerabilities, and their unpinned ranges are no reason for INCOMPLETE.", ""]
         out.append("- files: " + ", ".join(code(f) for f in files[:MAX_ROWS])
                    + (f" … (+{len(files) - MAX_ROWS})" if len(files) > MAX_ROWS else ""))
-        skipped = as_list(d.get("not_deployed_not_checked"))
+        skipped = split.not_deployed_not_checked
         if skipped:
             out.append(f"- not read there ({len(skipped)}): "
-                       + "; ".join(md(as_map(x).get("text")) for x in skipped[:20])
+                       + "; ".join(md(x.get("text")) for x in skipped[:20])
                        + (f" … (+{len(skipped) - 20})" if len(skipped) > 20 else ""))
         out.append("")
     return out
@@ -351,22 +350,21 @@ def _deps_surface(d: Mapping[str, Any]) -> list[str]:
 
 def _build(v: ReportView, h2: str) -> list[str]:
     out = [f"{h2} Build", ""]
-    d = v.build
-    if d is None:
+    if v.build is None:
         return out + ["Not requested: nothing was built.", ""]
-    if not d:
+    d = v.build.data
+    if d is None:
         return out + ["No build data (the stage did not complete).", ""]
-    wheel = as_map(d.get("wheel"))
-    if wheel:
-        out.append(f"- wheel: {md(wheel.get('file'))}, sha256 {code(wheel.get('sha256'))}")
-    groups = module_groups(d.get("modules"))
+    if d.wheel is not None:
+        out.append(f"- wheel: {md(d.wheel.file)}, sha256 {code(d.wheel.sha256)}")
+    groups = module_groups(d.modules)
     if not any(action == "built" for action, _ in groups):
         out.append("- compiled here: none")
     for action, names in groups:
         label = "compiled here" if action == "built" else f"modules, {md(action)}"
         out.append(f"- {label}: " + ", ".join(md(n) for n in names[:MAX_ROWS]))
-    out.append(f"- {reproducible_word(d.get('reproducible'))}")
-    counts = origin_counts(d.get("origins"))
+    out.append(f"- {reproducible_word(d.reproducible)}")
+    counts = origin_counts(d.origins)
     if counts:
         out.append("- origin of the wheel's files: "
                    + ", ".join(f"{md(k)}: {n}" for k, n in counts))
@@ -379,18 +377,18 @@ def _sbom_unit(v: ReportView, h2: str) -> list[str]:
     if v.sbom is None:
         out.append("- SBOM: not requested")
     else:
-        sbom = as_map(v.sbom.get("sbom"))
-        prov = as_map(v.sbom.get("provenance"))
-        out.append(f"- SBOM: {md(sbom.get('file')) if sbom else 'not written'}"
-                   + (f", serial {code(sbom.get('serial'))}" if sbom.get("serial") else ""))
-        out.append(f"- provenance: {md(prov.get('file') or 'statement') if prov else 'not written'}")
+        sbom = v.sbom.data.sbom if v.sbom.data is not None else None
+        prov = v.sbom.data.provenance if v.sbom.data is not None else None
+        out.append(f"- SBOM: {md(sbom.file) if sbom else 'not written'}"
+                   + (f", serial {code(sbom.serial)}" if sbom and sbom.serial else ""))
+        out.append(f"- provenance: {md(prov.file or 'statement') if prov else 'not written'}")
     if v.unit is None:
         out.append("- service unit: not requested")
     else:
-        unit = v.unit.get("unit")
-        name = as_text(unit.get("file") or unit.get("name")) if isinstance(unit, Mapping) \
-            else as_text(unit)
-        out.append(f"- service unit: {md(name or 'not written')}, **{md(exposure_text(v.unit))}**")
+        unit = v.unit.data
+        name = unit.unit if unit is not None else ""
+        exposure = exposure_text(unit) if unit is not None else "exposure not measured"
+        out.append(f"- service unit: {md(name or 'not written')}, **{md(exposure)}**")
     out.append("")
     return out
 
@@ -398,7 +396,7 @@ def _sbom_unit(v: ReportView, h2: str) -> list[str]:
 class MarkdownFormatter(Formatter):
     filename = "report.md"
 
-    def render(self, audit: AuditResult) -> str:
+    def document(self, audit: RedactedAudit) -> str:
         return render_view(build_view(audit)) + signed_section(audit)
 
 

@@ -22,7 +22,8 @@ from urllib.parse import quote
 
 from auditor.model import Action, AuditResult, Category, Finding, Severity, StageResult, StageStatus
 from auditor.outputs import write_output_file
-from auditor.report.interface import Formatter
+from auditor.redaction import Redacted, from_redacted
+from auditor.report.interface import Formatter, RedactedAudit
 from auditor.report.view import (
     UnreviewedHunk,
     UnsignedArea,
@@ -214,10 +215,12 @@ def sarif_document(findings: Iterable[Finding], *, tool_version: str = "",
     }
 
 
-def dumps(doc: Mapping[str, Any]) -> str:
+def dumps(doc: Mapping[str, Any]) -> Redacted:
     text = dump_json(doc).rstrip("\n")
-    # Valid JSON with the same values; inert if some viewer pastes it into HTML.
-    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026") + "\n"
+    # Valid JSON with the same values; inert if some viewer pastes it into HTML (an escaping of
+    # redacted JSON: still redacted)
+    return from_redacted(
+        text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026") + "\n")
 
 
 def _stage_not_checked(stages: Iterable[StageResult]) -> list[str]:
@@ -253,5 +256,5 @@ def write_stage_sarif(result: StageResult, path: Path) -> None:
 class SarifFormatter(Formatter):
     filename = "findings.sarif"
 
-    def render(self, audit: AuditResult) -> str:
+    def document(self, audit: RedactedAudit) -> str:
         return dumps(audit_sarif(audit))

@@ -2,16 +2,18 @@
 
 The formatters (Markdown, HTML, console, GitHub) render the same :class:`ReportView`; only the
 escaping differs. The summaries, the proof and the series come from the typed results
-(:mod:`auditor.results`); the deps, build, sbom and unit tables are rendered from each stage's JSON
-object (what audit.json holds), read by the display helpers below. Untrusted text is *redacted* here (secrets never reach any
-format) but not escaped: each formatter escapes for its own syntax.
+(:mod:`auditor.results`), and so do the deps, build, sbom and unit tables (:class:`Shown`): a live
+audit and ``auditor report AUDIT_JSON`` (audit.json read back into the same types) render alike.
+The view is made of the *redacted* audit (:func:`~auditor.report.interface.redacted`, one pass
+over every string, at the top of :func:`build_view`): nothing here redacts again, and nothing is
+escaped: each formatter escapes for its own syntax.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from auditor.model import (
     STAGES,
@@ -23,8 +25,10 @@ from auditor.model import (
     StageStatus,
     Verdict,
 )
-from auditor.results.build import BuildData
-from auditor.results.deps import DepsData
+from auditor.report.interface import redacted
+from auditor.results.base import StageData
+from auditor.results.build import BuildData, ModuleRecord
+from auditor.results.deps import DeclarationRecord, DepsData, VulnRecord
 from auditor.results.review import ReviewData
 from auditor.results.sbom import SbomData
 from auditor.results.scan import ScanData
@@ -72,9 +76,19 @@ def capped(text: str, limit: int) -> str:
     return f"{text[:limit]}… [{len(text) - limit} more characters in audit.json]"
 
 
+def shown_finding(f: Finding) -> Finding:
+    """The finding (of a redacted audit) cut to what a report shows (:func:`capped`)."""
+    return replace(f, message=capped(f.message, MESSAGE_MAX), snippet=capped(f.snippet, SNIPPET_MAX),
+                   path=capped(f.path, PATH_MAX), rule=capped(f.rule, SUBJECT_MAX),
+                   waiver=capped(f.waiver, MESSAGE_MAX) if f.waiver else f.waiver,
+                   help=capped(f.help, MESSAGE_MAX),
+                   context=tuple(replace(c, text=capped(c.text, SUBJECT_MAX))
+                                 for c in f.context[:CONTEXT_MAX]))
+
+
 def clean_finding(f: Finding) -> Finding:
-    """The finding with every free-text field passed through :func:`~auditor.textsafe.redact`,
-    and cut to what a report shows (:func:`capped`)."""
+    """:func:`shown_finding` of a finding not yet redacted (the gate's and the pipeline's): every
+    free-text field passed through :func:`~auditor.textsafe.redact` first."""
     return replace(f, message=capped(redact(f.message), MESSAGE_MAX),
                    snippet=capped(redact(f.snippet), SNIPPET_MAX),
                    path=capped(redact(f.path), PATH_MAX), rule=capped(f.rule, SUBJECT_MAX),
@@ -175,10 +189,10 @@ def unsigned_areas(audit: AuditResult) -> tuple[UnsignedArea, ...]:
         if not is_unsigned(f):
             continue
         area = f.rule[len(UNSIGNED_PREFIX):]
-        hunks = tuple(UnreviewedHunk(id=redact(h.id), path=capped(redact(h.path), PATH_MAX),
+        hunks = tuple(UnreviewedHunk(id=h.id, path=capped(h.path, PATH_MAX),
                                      commit=h.commit, start=h.start, end=h.end, lines=h.lines)
                       for h in data.hunks if h.area == area and h.digest not in signed)
-        out.append(UnsignedArea(area=redact(area), title=redact(titles.get(area, area)),
+        out.append(UnsignedArea(area=area, title=titles.get(area, area),
                                 rule=f.rule, fingerprint=f.fingerprint, action=f.action,
                                 waived=f.waived, hunks=hunks))
     return tuple(out)
@@ -275,6 +289,17 @@ class Group:
     counts: Counts
 
 
+_D = TypeVar("_D", bound=StageData)
+
+
+@dataclass(frozen=True)
+class Shown(Generic[_D]):
+    """A requested stage's typed result for its table; ``data`` None: the stage gave none (it
+    crashed or stopped first)."""
+
+    data: _D | None
+
+
 @dataclass(frozen=True)
 class ReportView:
     verdict: Verdict
@@ -289,10 +314,10 @@ class ReportView:
     by_category: tuple[tuple[str, tuple[Finding, ...]], ...]
     findings: tuple[Finding, ...]
     counts: Counts
-    deps: Mapping[str, Any] | None
-    build: Mapping[str, Any] | None
-    sbom: Mapping[str, Any] | None
-    unit: Mapping[str, Any] | None
+    deps: Shown[DepsData] | None  # None: the spec left the stage out
+    build: Shown[BuildData] | None
+    sbom: Shown[SbomData] | None
+    unit: Shown[UnitData] | None
     tool: str
     review: str | None = None  # the review coverage line, when the spec asks for review
     #: the review.unsigned.<area> findings as the hunks they stand for (by fingerprint too)
@@ -306,20 +331,23 @@ class ReportView:
 
 
 def build_view(audit: AuditResult) -> ReportView:
+    """What the reports show of ``audit``, made from it redacted (once: a
+    :class:`~auditor.report.interface.RedactedAudit` is taken as it is)."""
+    audit = redacted(audit)
     stages = {name: audit.stages.get(name, StageResult.not_requested(name)) for name in STAGES}
     review = stages.pop("review")  # human review is optional: listed only when the spec asks
     if review.status is not StageStatus.NOT_REQUESTED:
         stages["review"] = review
-    findings = tuple(clean_finding(f) for f in audit.findings)
-    lines = tuple(_stage_line(st, [clean_finding(f) for f in st.findings])
+    findings = tuple(shown_finding(f) for f in audit.findings)
+    lines = tuple(_stage_line(st, [shown_finding(f) for f in st.findings])
                   for st in stages.values())
     not_checked: list[str] = []
     for st in stages.values():
         if st.status is StageStatus.INCOMPLETE:
             items = st.not_checked or st.reasons or ("the stage did not finish",)
-            not_checked += [f"{st.name}: {capped(redact(x), MESSAGE_MAX)}" for x in items]
+            not_checked += [f"{st.name}: {capped(x, MESSAGE_MAX)}" for x in items]
         elif st.not_checked:  # failed stages may also have left things unchecked
-            not_checked += [f"{st.name}: {capped(redact(x), MESSAGE_MAX)}" for x in st.not_checked]
+            not_checked += [f"{st.name}: {capped(x, MESSAGE_MAX)}" for x in st.not_checked]
     not_requested = tuple(n for n, st in stages.items() if st.status is StageStatus.NOT_REQUESTED)
     verify = stages["verify"]
     proof = _proof(verify) if verify.status is not StageStatus.NOT_REQUESTED else None
@@ -332,7 +360,7 @@ def build_view(audit: AuditResult) -> ReportView:
             by_cat.append((cat, group))
     return ReportView(
         verdict=audit.verdict,
-        reasons=tuple(capped(redact(r), MESSAGE_MAX) for r in audit.reasons),
+        reasons=tuple(capped(r, MESSAGE_MAX) for r in audit.reasons),
         title=_title(audit),
         stages=lines,
         not_checked=tuple(not_checked),
@@ -343,23 +371,23 @@ def build_view(audit: AuditResult) -> ReportView:
         by_category=tuple(by_cat),
         findings=findings,
         counts=Counts.of(findings),
-        deps=_shown(stages["deps"]),
-        build=_shown(stages["build"]),
-        sbom=_shown(stages["sbom"]),
-        unit=_shown(stages["unit"]),
+        deps=_shown(stages["deps"], DepsData),
+        build=_shown(stages["build"], BuildData),
+        sbom=_shown(stages["sbom"], SbomData),
+        unit=_shown(stages["unit"], UnitData),
         tool=f"{as_text(audit.tool.get('name')) or 'auditor'} {as_text(audit.tool.get('version'))}"
              .strip(),
-        review=(redact(_review_summary(review.data_as(ReviewData)))
+        review=(_review_summary(review.data_as(ReviewData))
                 if review.status is StageStatus.OK else None),
         unsigned=unsigned_areas(audit),
     )
 
 
-def _shown(st: StageResult) -> Mapping[str, Any] | None:
-    """The stage's JSON object for the tables (None when the spec left the stage out)."""
+def _shown(st: StageResult, cls: type[_D]) -> Shown[_D] | None:
+    """The stage's typed result for the tables (None when the spec left the stage out)."""
     if st.status is StageStatus.NOT_REQUESTED:
         return None
-    return st.data.to_json() if st.data is not None else {}
+    return Shown(st.data_as(cls))
 
 
 _ACTION_RANK = {Action.BLOCK: 0, Action.REVIEW: 1, Action.INFO: 2}
@@ -381,7 +409,7 @@ def _title(audit: AuditResult) -> str:
     if patches.get("ref"):
         n = len(as_list(patches.get("commits")))
         parts.append(f"series {as_text(patches.get('ref'))} ({n} commits)")
-    return redact(" · ".join(p for p in parts if p))
+    return " · ".join(p for p in parts if p)
 
 
 # ---------------------------------------------------------------- per stage
@@ -389,17 +417,16 @@ def _title(audit: AuditResult) -> str:
 
 def _stage_line(st: StageResult, findings: Sequence[Finding]) -> StageLine:
     counts = Counts.of(findings)
-    problems = tuple(redact(r) for r in st.reasons) + tuple(
-        f"not checked: {redact(x)}" for x in st.not_checked)
+    problems = st.reasons + tuple(f"not checked: {x}" for x in st.not_checked)
     if st.status is StageStatus.NOT_REQUESTED:
         summary = "not requested by the spec"
     else:
-        summary = redact(_summary(st))
+        summary = _summary(st)
         if st.status is StageStatus.INCOMPLETE:
-            what = "; ".join(redact(x) for x in (st.not_checked or st.reasons)) or "did not finish"
+            what = "; ".join(st.not_checked or st.reasons) or "did not finish"
             summary = f"incomplete: {what}" + (f" — {summary}" if summary else "")
         elif st.status is StageStatus.FAILED:
-            what = "; ".join(redact(x) for x in st.reasons) or "failed"
+            what = "; ".join(st.reasons) or "failed"
             summary = f"failed: {what}" + (f" — {summary}" if summary else "")
     if counts.total and st.status is not StageStatus.NOT_REQUESTED:
         summary += f"; findings: {counts.words()}"
@@ -475,33 +502,21 @@ def reproducible_word(value: Any) -> str:
     return "reproducibility not checked"
 
 
-def module_groups(modules: Any) -> list[tuple[str, list[str]]]:
+def module_groups(modules: Sequence[ModuleRecord]) -> list[tuple[str, list[str]]]:
     """Module names grouped by what the build did with them: ``built`` first, then the rest
     (``official`` …); a module without an ``action`` counts as built."""
     groups: dict[str, list[str]] = {}
-    for m in as_list(modules):
-        if isinstance(m, Mapping):
-            name = as_text(m.get("name") or m.get("wheel_path") or m.get("path") or m.get("file"))
-            action = as_text(m.get("action")) or "built"
-        else:
-            name, action = as_text(m), "built"
-        groups.setdefault(action, []).append(redact(name))
+    for m in modules:
+        groups.setdefault(m.action or "built", []).append(m.name or m.wheel_path)
     return sorted(groups.items(), key=lambda kv: (kv[0] != "built", kv[0]))
 
 
-def origin_counts(origins: Any) -> list[tuple[str, int]]:
-    """How many files of the wheel have each origin (``official``, ``built``, ``generated`` …),
-    from ``{path: {origin: …}}`` or ``{origin: [paths]}``."""
+def origin_counts(origins: Mapping[str, Mapping[str, Any]]) -> list[tuple[str, int]]:
+    """How many files of the wheel have each origin (``official``, ``built``, ``generated`` …)."""
     counts: dict[str, int] = {}
-    for key, value in as_map(origins).items():
-        if isinstance(value, Mapping):
-            kind = as_text(value.get("origin")) or "unknown"
-            counts[kind] = counts.get(kind, 0) + 1
-        elif isinstance(value, (list, tuple)):
-            counts[as_text(key)] = counts.get(as_text(key), 0) + len(value)
-        else:
-            kind = as_text(value) or "unknown"
-            counts[kind] = counts.get(kind, 0) + 1
+    for value in origins.values():
+        kind = as_text(value.get("origin")) or "unknown"
+        counts[kind] = counts.get(kind, 0) + 1
     return sorted(counts.items())
 
 
@@ -511,7 +526,7 @@ def _build_summary(d: BuildData) -> str:
         parts.append(f"wheel {d.wheel.file} (sha256 {short(d.wheel.sha256, 16)})")
     if d.imported is not None:
         parts.append(f"{len(d.built)} module(s) compiled on the build host, imported from "
-                     f"{redact(d.imported.source)}/{d.imported.record} (sha256 "
+                     f"{d.imported.source}/{d.imported.record} (sha256 "
                      f"{short(d.imported.record_sha256, 16)})")
     else:
         parts.append(f"{len(d.built)} module(s) compiled here")
@@ -534,11 +549,8 @@ def _exposure_words(d: UnitData) -> str:
     return f"exposure {d.exposure.score} {d.exposure.label}".strip()
 
 
-def exposure_text(d: Mapping[str, Any]) -> str:
-    exp = as_map(d.get("exposure"))
-    if not exp or exp.get("score") is None:
-        return "exposure not measured"
-    return f"exposure {as_text(exp.get('score'))} {as_text(exp.get('label'))}".strip()
+def exposure_text(d: UnitData) -> str:
+    return _exposure_words(d)
 
 
 def _review_summary(d: ReviewData | None) -> str:
@@ -556,8 +568,8 @@ def _anomaly_text(a: Any) -> str:
         text = " ".join(p for p in (kind, path) if p)
         if detail:
             text += f" ({detail})" if text else detail
-        return redact(text or as_text(dict(a)))
-    return redact(as_text(a))
+        return text or as_text(dict(a))
+    return as_text(a)
 
 
 def _proof(st: StageResult) -> Proof:
@@ -568,28 +580,28 @@ def _proof(st: StageResult) -> Proof:
                      listed=0, unlisted=(), missing=(), merges=(), order_ok=None, differences=(),
                      differences_total=0, anomalies=())
     p = d.proof
-    diffs = tuple({k: (redact(v) if isinstance(v, str) else v) for k, v in x.items()}
+    diffs = tuple(dict(x)
                   for x in (p.differences if p is not None else ()))
     return Proof(
         ok=False if st.status is StageStatus.FAILED else d.ok,
-        upstream_ref=redact(d.upstream.ref),
+        upstream_ref=d.upstream.ref,
         upstream_commit=as_text(d.upstream.commit),
         upstream_tree=as_text(d.upstream.tree),
         expected_tree=as_text(d.expected_tree),
         bundle_tree=d.bundle_tree,
         listed=len(d.listed),
-        unlisted=tuple(redact(x) for x in p.series.unlisted) if p is not None else (),
-        missing=tuple(redact(x) for x in p.series.missing) if p is not None else (),
-        merges=tuple(redact(x) for x in p.series.merges) if p is not None else (),
+        unlisted=tuple(p.series.unlisted) if p is not None else (),
+        missing=tuple(p.series.missing) if p is not None else (),
+        merges=tuple(p.series.merges) if p is not None else (),
         order_ok=p.series.order_ok if p is not None else None,
         differences=diffs,
         differences_total=max(len(diffs), p.differences_total if p is not None else 0),
         anomalies=tuple(_anomaly_text(a) for a in (p.anomalies if p is not None else ())),
-        merge_changes=tuple((k, tuple(redact(x) for x in v))
+        merge_changes=tuple((k, tuple(v))
                             for k, v in (p.series.merge_changes.items() if p is not None else ())),
         upstream_picks=tuple(p.series.upstream_picks.items()) if p is not None else (),
         model=p.series.model if p is not None else "rebase",
-        statement=redact(_verify_summary(d)),
+        statement=_verify_summary(d),
     )
 
 
@@ -612,9 +624,9 @@ def _commits(verify: StageResult, findings: Sequence[Finding]
         author = c.author_name + (f" <{c.author_email}>" if c.author_email else "")
         assert data is not None
         views.append(CommitView(
-            index=i, sha=c.sha, subject=capped(redact(c.subject), SUBJECT_MAX),
-            body=capped(redact(c.message.partition("\n")[2].strip("\n")), BODY_MAX),
-            author=capped(redact(author), SUBJECT_MAX), date=c.author_date, patch_id=as_text(data.patch_id(c.sha)),
+            index=i, sha=c.sha, subject=capped(c.subject, SUBJECT_MAX),
+            body=capped(c.message.partition("\n")[2].strip("\n"), BODY_MAX),
+            author=capped(author, SUBJECT_MAX), date=c.author_date, patch_id=as_text(data.patch_id(c.sha)),
             stats=record.stats, findings=own, counts=Counts.of(own), by_category=tuple(cats)))
     others = []
     none = by_commit.pop(None, [])
@@ -630,7 +642,7 @@ def _commits(verify: StageResult, findings: Sequence[Finding]
     for other, group in sorted(by_commit.items(), key=lambda kv: kv[0] or ""):
         label = ("lines the series does not explain" if other == "unexplained"
                  else f"commit {short(other)} (not in the listed series)")
-        others.append(Group(redact(label), tuple(sorted(group, key=_finding_order)),
+        others.append(Group(label, tuple(sorted(group, key=_finding_order)),
                             Counts.of(group)))
     return tuple(views), tuple(others)
 
@@ -656,21 +668,27 @@ def diff_details(d: Mapping[str, Any]) -> list[tuple[str, Any]]:
 # ---------------------------------------------------------------- dependencies
 
 
+def decl_text(d: DeclarationRecord) -> str:
+    """One declaration as text: ``name version (file)``."""
+    text = f"{d.name} {d.pin or d.specifier}".strip()
+    return f"{text} ({d.file})" if d.file else text
+
+
 def dep_text(item: Any) -> str:
     """One dependency entry as text: ``name version`` / ``name old -> new`` / the raw value."""
     if not isinstance(item, Mapping):
-        return redact(as_text(item))
+        return as_text(item)
     name = as_text(item.get("name") or item.get("package"))
     old = item.get("old") or item.get("from") or item.get("old_version")
     new = item.get("new") or item.get("to") or item.get("new_version")
     if old is not None or new is not None:
-        return redact(f"{name} {as_text(old) or '∅'} -> {as_text(new) or '∅'}")
+        return f"{name} {as_text(old) or '∅'} -> {as_text(new) or '∅'}"
     spec = item.get("version") or item.get("specifier") or item.get("spec") or ""
     where = item.get("file") or item.get("source") or ""
     text = f"{name} {as_text(spec)}".strip()
     if where:
         text += f" ({as_text(where)})"
-    return redact(text or as_text(dict(item)))
+    return text or as_text(dict(item))
 
 
 @dataclass(frozen=True)
@@ -683,23 +701,12 @@ class Vuln:
     severity: str
 
 
-def vulnerabilities(d: Mapping[str, Any] | None) -> tuple[Vuln, ...]:
-    out = []
-    for v in as_list(as_map(d).get("vulnerabilities")):
-        if not isinstance(v, Mapping):
-            out.append(Vuln(redact(as_text(v)), "", "", "", "", ""))
-            continue
-        fixed = v.get("fixed")
-        out.append(Vuln(
-            id=redact(as_text(v.get("id"))),
-            aliases=redact(", ".join(as_text(a) for a in as_list(v.get("aliases")))),
-            package=redact(as_text(v.get("package"))),
-            version=redact(as_text(v.get("version"))),
-            fixed=redact(", ".join(as_text(x) for x in fixed) if isinstance(fixed, (list, tuple))
-                         else as_text(fixed)),
-            severity=redact(as_text(v.get("severity"))),
-        ))
-    return tuple(out)
+def vulnerabilities(records: Sequence[VulnRecord]) -> tuple[Vuln, ...]:
+    """The vulnerabilities as table rows (redacted here: the gate shows its own, unredacted)."""
+    return tuple(Vuln(id=redact(v.id), aliases=redact(", ".join(v.aliases)),
+                      package=redact(v.package), version=redact(v.version),
+                      fixed=redact(", ".join(v.fixed)), severity=redact(as_text(v.severity)))
+                 for v in records)
 
 
 def snippet_lines(f: Finding) -> list[tuple[int, str, bool]]:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any
 
 from auditor.results.base import (
@@ -17,13 +19,35 @@ from auditor.results.base import (
     strs,
 )
 
+#: a git ref that is a full commit sha (the only ref that pins what is fetched)
+FULL_SHA = re.compile(r"^[0-9a-fA-F]{40}$")
+
+
+class Kind(StrEnum):
+    """How a dependency is declared; kept from extraction to the SBOM."""
+
+    PYPI = "pypi"  # a name and a version specifier, resolved through an index
+    URL = "url"  # a direct URL to an archive or wheel
+    VCS = "vcs"  # git+https://...@ref and friends
+    CMAKE_GIT = "cmake-git"  # FetchContent_Declare / ExternalProject_Add with GIT_REPOSITORY
+    CMAKE_URL = "cmake-url"  # FetchContent_Declare / ExternalProject_Add with URL
+    INDEX = "index"  # --index-url, --extra-index-url, --find-links, --trusted-host
+
+    @property
+    def is_package(self) -> bool:
+        return self in (Kind.PYPI, Kind.URL, Kind.VCS)
+
+    @property
+    def is_cmake(self) -> bool:
+        return self in (Kind.CMAKE_GIT, Kind.CMAKE_URL)
+
 
 @dataclass(frozen=True)
 class DeclarationRecord:
     """One dependency declaration as the deps stage read it (``pin``: the exact version)."""
 
     name: str
-    kind: str  # pypi, url, vcs, index, cmake-git, cmake-url
+    kind: Kind
     specifier: str
     pin: str | None
     markers: str
@@ -36,9 +60,21 @@ class DeclarationRecord:
     end_line: int
     group: str
 
+    @property
+    def version_pin(self) -> str | None:
+        """The version this declaration fixes: the exact ``==`` version, or a VCS requirement's
+        ref (which pins too); None when the index may choose."""
+        if self.pin:
+            return self.pin
+        return (self.ref or None) if self.kind is Kind.VCS else None
+
+    @property
+    def pinned(self) -> bool:
+        return self.version_pin is not None
+
     def to_json(self) -> dict[str, Any]:
         # "version" repeats the pin: the JSON contract names it both ways
-        return {"name": self.name, "kind": self.kind, "specifier": self.specifier,
+        return {"name": self.name, "kind": self.kind.value, "specifier": self.specifier,
                 "version": self.pin, "pin": self.pin, "markers": self.markers, "url": self.url,
                 "extras": list(self.extras), "ref": self.ref, "hash": self.hash,
                 "file": self.file, "line": self.line, "end_line": self.end_line,
@@ -46,7 +82,7 @@ class DeclarationRecord:
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> DeclarationRecord:
-        return cls(name=str(d["name"]), kind=str(d["kind"]), specifier=str(d["specifier"]),
+        return cls(name=str(d["name"]), kind=Kind(d["kind"]), specifier=str(d["specifier"]),
                    pin=opt_str(d["pin"]), markers=str(d["markers"]), url=opt_str(d["url"]),
                    extras=strs(d["extras"]), ref=opt_str(d["ref"]), hash=opt_str(d["hash"]),
                    file=str(d["file"]), line=int(d["line"]), end_line=int(d["end_line"]),
@@ -124,7 +160,7 @@ class FetchRecord:
     """A CMake FetchContent/ExternalProject download of the bundle."""
 
     name: str
-    kind: str
+    kind: Kind  # cmake-git or cmake-url
     repository: str | None
     tag: str | None
     url: str | None
@@ -133,14 +169,19 @@ class FetchRecord:
     file: str
     line: int
 
+    @property
+    def commit(self) -> str | None:
+        """The tag when it is a full commit sha (what a git fetch is pinned to), else None."""
+        return self.tag if self.tag and FULL_SHA.match(self.tag) else None
+
     def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "kind": self.kind, "repository": self.repository,
+        return {"name": self.name, "kind": self.kind.value, "repository": self.repository,
                 "tag": self.tag, "url": self.url, "hash": self.hash, "pinned": self.pinned,
                 "file": self.file, "line": self.line}
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> FetchRecord:
-        return cls(name=str(d["name"]), kind=str(d["kind"]), repository=opt_str(d["repository"]),
+        return cls(name=str(d["name"]), kind=Kind(d["kind"]), repository=opt_str(d["repository"]),
                    tag=opt_str(d["tag"]), url=opt_str(d["url"]), hash=opt_str(d["hash"]),
                    pinned=bool(d["pinned"]), file=str(d["file"]), line=int(d["line"]))
 

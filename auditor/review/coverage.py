@@ -14,34 +14,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from auditor.review.areas import ReviewArea
+from auditor.results.review import HunkRef as HunkRef
+from auditor.results.review import ReviewArea
 from auditor.review.series import ReviewSeries
 from auditor.review.signoffs import ReviewVerdict, SignOff
 from auditor.textsafe import redact
 
 UNREVIEWED_MAX = 2000  # ids listed in the JSON; totals are always given
-
-
-@dataclass(frozen=True)
-class HunkRef:
-    id: str
-    digest: str
-    path: str
-    commit: str
-    area: str
-    start: int
-    end: int
-    lines: int
-
-    def to_json(self) -> dict[str, Any]:
-        return {"id": self.id, "digest": self.digest, "path": self.path, "commit": self.commit,
-                "area": self.area, "start": self.start, "end": self.end, "lines": self.lines}
-
-    @classmethod
-    def from_json(cls, d: Mapping[str, Any]) -> HunkRef:
-        return cls(id=str(d["id"]), digest=str(d["digest"]), path=str(d["path"]),
-                   commit=str(d["commit"]), area=str(d["area"]), start=int(d["start"]),
-                   end=int(d["end"]), lines=int(d["lines"]))
 
 
 def refs_of(series: ReviewSeries) -> tuple[HunkRef, ...]:

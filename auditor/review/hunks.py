@@ -31,8 +31,8 @@ from auditor.errors import ToolError
 from auditor.gitio import Git
 from auditor.gitpatch import header_path, hunk_ranges, side_path
 from auditor.provenance.replay import automatic_merge
+from auditor.results.review import ID_HEX as ID_HEX
 
-ID_HEX = 16
 CONTEXT = 3
 _SCHEME = b"auditor/hunk/v1"
 

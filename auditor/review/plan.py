@@ -9,17 +9,16 @@ within a third of the best possible. Same series and reviewers, same plan.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from auditor.errors import InputError
+from auditor.results.review import NAME_RE as NAME_RE
 from auditor.review.hunks import Hunk
 from auditor.review.series import ReviewSeries
 
 PLAN_SCHEMA = "auditor/review-plan/v1"
-NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@+-]{0,63}")
 
 
 def check_reviewer(name: str) -> str:

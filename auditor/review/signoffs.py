@@ -25,85 +25,21 @@ import fcntl
 import os
 import re
 import tomllib
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
-from enum import StrEnum
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 from auditor.errors import SpecError
 from auditor.fsutil import atomic_write_bytes
 from auditor.inputs import MAX_TEXT_BYTES, read_input_bytes
-from auditor.review.hunks import ID_HEX
-from auditor.review.plan import NAME_RE
 
-NOTE_MAX = 4000
-_HEX64 = re.compile(r"[0-9a-f]{64}")
-_KEYS = {"reviewer", "hunk", "digest", "verdict", "date", "path", "note"}
-
-
-class ReviewVerdict(StrEnum):
-    OK = "ok"
-    CONCERN = "concern"
-    BLOCKER = "blocker"
-
-
-@dataclass(frozen=True)
-class SignOff:
-    reviewer: str
-    hunk: str
-    digest: str
-    verdict: ReviewVerdict
-    date: str
-    path: str = ""
-    note: str = ""
-    source: str = ""  # the file it came from (messages only)
-
-    def to_json(self) -> dict[str, Any]:
-        return {"reviewer": self.reviewer, "hunk": self.hunk, "digest": self.digest,
-                "verdict": self.verdict.value, "date": self.date, "path": self.path,
-                "note": self.note}
-
-    @classmethod
-    def from_json(cls, d: Mapping[str, Any]) -> SignOff | None:
-        """From an audit.json (a baseline); None when the entry is not a well-formed sign-off."""
-        try:
-            return _entry(d, Path("audit.json"), "signoff", None)
-        except SpecError:
-            return None
-
-    def to_toml(self) -> str:
-        lines = ["[[signoff]]"]
-        for key, value in (("reviewer", self.reviewer), ("hunk", self.hunk),
-                           ("digest", self.digest), ("verdict", self.verdict.value),
-                           ("date", self.date), ("path", self.path), ("note", self.note)):
-            if value or key in ("reviewer", "hunk", "digest", "verdict", "date"):
-                lines.append(f"{key} = {toml_string(value)}")
-        return "\n".join(lines) + "\n"
-
-
-def toml_string(value: str) -> str:
-    """A TOML basic string: quotes, backslashes and every control character escaped."""
-    out = ['"']
-    for ch in value:
-        o = ord(ch)
-        if ch == '"':
-            out.append('\\"')
-        elif ch == "\\":
-            out.append("\\\\")
-        elif ch == "\n":
-            out.append("\\n")
-        elif ch == "\t":
-            out.append("\\t")
-        elif o < 0x20 or o == 0x7F:
-            out.append(f"\\u{o:04X}")
-        elif 0xD800 <= o <= 0xDFFF:  # a lone surrogate (undecodable argv bytes)
-            out.append("\\uFFFD")
-        else:
-            out.append(ch)
-    out.append('"')
-    return "".join(out)
+# the sign-off values and their checks live in the results layer; the file handling here
+from auditor.results.review import NAME_RE, read_signoff
+from auditor.results.review import NOTE_MAX as NOTE_MAX
+from auditor.results.review import ReviewVerdict as ReviewVerdict
+from auditor.results.review import SignOff as SignOff
+from auditor.results.review import toml_string as toml_string
 
 
 def _scalars(text: str) -> str:
@@ -168,68 +104,7 @@ def parse_reviews(data: bytes, file: Path, owner: str | None = None) -> list[Sig
     entries = doc.get("signoff", [])
     if not isinstance(entries, list):
         raise SpecError("expected [[signoff]] tables", file=str(file), key="signoff")
-    return [_entry(e, file, f"signoff[{i}]", owner) for i, e in enumerate(entries)]
-
-
-@dataclass(frozen=True)
-class _Fields:
-    """One ``[[signoff]]`` table's string fields, and errors naming the file and the key."""
-
-    e: Mapping[str, Any]
-    file: Path
-    key: str
-
-    def bad(self, k: str, msg: str) -> SpecError:
-        return SpecError(msg, file=str(self.file), key=f"{self.key}.{k}" if k else self.key)
-
-    def text(self, k: str, required: bool = True) -> str:
-        if k not in self.e:
-            if required:
-                raise self.bad(k, "missing")
-            return ""
-        v = self.e[k]
-        if isinstance(v, (dt.datetime, dt.date)) and k == "date":
-            v = v.isoformat()
-        if not isinstance(v, str):
-            raise self.bad(k, f"expected a string, got {type(v).__name__}")
-        return v
-
-
-def _entry(e: Any, file: Path, key: str, owner: str | None) -> SignOff:
-    if not isinstance(e, Mapping):
-        raise SpecError("expected a table", file=str(file), key=key)
-    fields = _Fields(e, file, key)
-    bad, text = fields.bad, fields.text
-    unknown = sorted(set(e) - _KEYS - ({"source"} if file.name == "audit.json" else set()))
-    if unknown:
-        raise bad(unknown[0], "unknown key")
-
-    reviewer = text("reviewer")
-    if not NAME_RE.fullmatch(reviewer):
-        raise bad("reviewer", "not a reviewer name (letters, digits, . _ @ + -)")
-    if owner is not None and reviewer != owner:
-        raise bad("reviewer", f"this file holds {owner}'s sign-offs, not {reviewer}'s")
-    digest = text("digest").lower()
-    if not _HEX64.fullmatch(digest):
-        raise bad("digest", "expected the hunk's 64-hex SHA-256 digest")
-    hunk = text("hunk").lower()
-    if hunk != digest[:ID_HEX]:
-        raise bad("hunk", f"expected {digest[:ID_HEX]} (the first {ID_HEX} hex digits of digest)")
-    try:
-        verdict = ReviewVerdict(text("verdict"))
-    except ValueError:
-        raise bad("verdict", "expected ok, concern or blocker") from None
-    date = text("date")
-    try:
-        dt.datetime.fromisoformat(date.replace("Z", "+00:00"))
-    except ValueError:
-        raise bad("date", "expected an ISO 8601 date") from None
-    note = text("note", required=False)
-    if len(note) > NOTE_MAX:
-        raise bad("note", f"longer than {NOTE_MAX} characters")
-    path = text("path", required=False)
-    return SignOff(reviewer=reviewer, hunk=hunk, digest=digest, verdict=verdict, date=date,
-                   path=path, note=note, source=str(file))
+    return [read_signoff(e, file, f"signoff[{i}]", owner) for i, e in enumerate(entries)]
 
 
 # ---------------------------------------------------------------- appending

@@ -65,6 +65,7 @@ from auditor.bundledigest import BundleDigest
 from auditor.errors import ToolError
 from auditor.model import SeriesCommit, Workspace
 from auditor.policy import Justification, VexStatus
+from auditor.results.deps import Kind
 from auditor.sbom import formats
 from auditor.sbom.arrived import ArrivedCommit, split_pedigree
 from auditor.sbom.diffs import CommitDiff
@@ -300,13 +301,13 @@ def _dependency_components(f: SbomFacts) -> tuple[list[Component], dict[str, lis
     by_name: dict[str, list[str]] = {}
     cmake_names = {c.name for c in f.deps.cmake_fetches}
     for i, d in enumerate(f.deps.dependencies):
-        if d.kind.startswith("cmake") and d.name in cmake_names:
+        if d.kind.is_cmake and d.name in cmake_names:
             continue  # described with its repository and commit below
         ref = f"auditor:dep:{i}:{canonicalize_name(d.name)}"
         refs: list[ExternalReference] = []
-        if d.kind in ("pypi",):
+        if d.kind is Kind.PYPI:
             purl = _pypi_purl(d.name, d.pin)
-        elif d.kind == "vcs":
+        elif d.kind is Kind.VCS:
             purl = PackageURL(type="generic", name=d.name, version=d.pin,
                               qualifiers={"vcs_url": d.url} if d.url else None)
             refs = _ref(ExternalReferenceType.VCS, d.url)
@@ -317,7 +318,7 @@ def _dependency_components(f: SbomFacts) -> tuple[list[Component], dict[str, lis
         comps.append(Component(
             type=ComponentType.LIBRARY, bom_ref=ref, name=d.name, version=d.pin, purl=purl,
             external_references=refs, hashes=_lock_hashes(d.hashes),
-            properties=_props([("dependency:kind", d.kind), ("dependency:specifier", d.specifier),
+            properties=_props([("dependency:kind", d.kind.value), ("dependency:specifier", d.specifier),
                                ("dependency:pinned", d.pin is not None),
                                ("dependency:url", d.url)]
                               + [("dependency:locked-in" if d.locked else "dependency:declared-in",
@@ -343,8 +344,6 @@ def _dependency_components(f: SbomFacts) -> tuple[list[Component], dict[str, lis
             qualifiers["vcs_url"] = f"git+{c.repository}" + (f"@{c.tag}" if c.tag else "")
         elif c.url:
             qualifiers["download_url"] = c.url
-        commit = c.tag if c.tag and len(c.tag) == 40 and all(
-            ch in "0123456789abcdef" for ch in c.tag.lower()) else None
         comps.append(Component(
             type=ComponentType.LIBRARY, bom_ref=ref, name=c.name, version=c.tag,
             purl=PackageURL(type="generic", name=c.name, version=c.tag,
@@ -354,9 +353,7 @@ def _dependency_components(f: SbomFacts) -> tuple[list[Component], dict[str, lis
                                  + _ref(ExternalReferenceType.DISTRIBUTION, c.url)),
             description="source fetched by CMake at build time",
             properties=_props([("cmake:repository", c.repository), ("cmake:tag", c.tag),
-                               ("cmake:commit", commit),
-                               ("cmake:pinned", c.pinned if c.pinned is not None
-                                else commit is not None or digest is not None),
+                               ("cmake:commit", c.commit), ("cmake:pinned", c.pinned),
                                ("cmake:url", c.url), ("cmake:hash", c.hash),
                                ("cmake:declared-in", c.location)])))
         by_name.setdefault(str(canonicalize_name(c.name)), []).append(ref)

@@ -17,7 +17,7 @@ from packaging.utils import canonicalize_name
 
 from auditor.model import StageResult, StageStatus
 from auditor.results.build import BuildData
-from auditor.results.deps import DeclarationRecord, DepsData, LockRecord
+from auditor.results.deps import DeclarationRecord, DepsData, Kind, LockRecord
 
 SHA256_RE = re.compile(r"^[0-9a-f]{64}$")
 
@@ -57,6 +57,8 @@ class Module:
     sources: tuple[str, ...]
     commands: tuple[str, ...]
     changed_sources: tuple[str, ...] = ()  # the sources the series changed (why it was built)
+    #: how the built module differs from the official one (ops, symbols, needed libraries, archs)
+    differs_from_official: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -83,7 +85,7 @@ class Dependency:
     specifier: str | None
     pin: str | None
     url: str | None
-    kind: str
+    kind: Kind
     locations: tuple[str, ...]  # "file:line" of every declaration
     hashes: tuple[str, ...] = ()  # "alg:hex" (from the lock)
     locked: bool = False  # the component comes from [deps] lock
@@ -96,8 +98,9 @@ class CmakeFetch:
     tag: str | None
     url: str | None
     hash: str | None  # as written, e.g. "SHA256=ab12..."
-    pinned: bool | None = None  # as the deps stage judged it (a full sha, or a URL hash)
-    location: str | None = None  # "file:line" of the declaration
+    pinned: bool  # as the deps stage judged it (a full sha, or a URL hash)
+    commit: str | None  # the tag when it is a full commit sha
+    location: str  # "file:line" of the declaration
 
 
 @dataclass(frozen=True)
@@ -150,7 +153,8 @@ def read_build(result: StageResult | None) -> BuildInfo:
             problems.append(f"build: module {m.wheel_path} has no valid sha256")
         modules.append(Module(name=m.name, wheel_path=m.wheel_path, action=m.action,
                               sha256=digest, builder=_text(m.builder), sources=m.sources,
-                              commands=m.commands, changed_sources=m.changed_sources))
+                              commands=m.commands, changed_sources=m.changed_sources,
+                              differs_from_official=m.differences_from_official))
     return BuildInfo(
         status=result.status, wheel=wheel, official_wheel=official, modules=tuple(modules),
         toolchain=data.toolchain.to_json(), source_date_epoch=data.source_date_epoch,
@@ -177,13 +181,13 @@ def read_deps(result: StageResult | None) -> DepsInfo:
     if data.lock is not None:
         deps = _lock_dependencies(data.lock)
         for d in data.bundle:
-            if d.kind == "index":
+            if d.kind is Kind.INDEX:
                 _add_index(indexes, _text(d.name), _text(d.url))
     else:
         deps = _declared(data.deployed, indexes, problems)
     fetches = tuple(CmakeFetch(name=f.name, repository=_text(f.repository), tag=_text(f.tag),
                                url=_text(f.url), hash=_text(f.hash), pinned=f.pinned,
-                               location=f"{f.file}:{f.line}") for f in data.cmake_fetches)
+                               commit=f.commit, location=f"{f.file}:{f.line}") for f in data.cmake_fetches)
     for ix in data.indexes:
         _add_index(indexes, _text(ix.option), _text(ix.url))
     vulns = tuple(Vulnerability(
@@ -197,7 +201,7 @@ def read_deps(result: StageResult | None) -> DepsInfo:
                     problems=tuple(problems), looked_up=True)
 
 
-_Key = tuple[str, str | None, str | None, str, str | None]
+_Key = tuple[str, str | None, str | None, Kind, str | None]
 
 
 def _declared(decls: tuple[DeclarationRecord, ...], indexes: list[str],
@@ -206,16 +210,16 @@ def _declared(decls: tuple[DeclarationRecord, ...], indexes: list[str],
     merged: dict[_Key, list[str]] = {}
     names: dict[_Key, str] = {}  # the first spelling of each package's name
     for d in decls:
-        kind = d.kind.lower()
-        if kind == "index":
+        if d.kind is Kind.INDEX:
             _add_index(indexes, _text(d.name), _text(d.url))
             continue
         name = _text(d.name)
         if name is None:
-            problems.append(f"deps: a {kind} dependency without a name ({d.file}:{d.line})")
+            problems.append(f"deps: a {d.kind.value} dependency without a name "
+                            f"({d.file}:{d.line})")
             continue
-        pin = _text(d.pin) or (_text(d.ref) if kind == "vcs" else None)  # a VCS ref pins too
-        key = (str(canonicalize_name(name)), pin, _text(d.url), kind, _text(d.specifier))
+        key = (str(canonicalize_name(name)), d.version_pin, _text(d.url), d.kind,
+               _text(d.specifier))
         names.setdefault(key, name)
         loc = f"{d.file}:{d.line}"
         places = merged.setdefault(key, [])
@@ -229,7 +233,7 @@ def _declared(decls: tuple[DeclarationRecord, ...], indexes: list[str],
 def _lock_dependencies(lock: LockRecord) -> tuple[Dependency, ...]:
     """The packages of ``deps.lock`` (name, version, hashes, the lock's line)."""
     return tuple(Dependency(name=p.name, specifier=None, pin=_text(p.version), url=_text(p.url),
-                            kind="url" if _text(p.url) else "pypi",
+                            kind=Kind.URL if _text(p.url) else Kind.PYPI,
                             locations=(f"{lock.path or 'lock'}:{p.line}",),
                             hashes=tuple(h for h in p.hashes if ":" in h), locked=True)
                  for p in lock.packages)

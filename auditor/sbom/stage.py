@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from auditor import __version__
-from auditor.background import Work, when_waiting
+from auditor.background import Work
 from auditor.bundledigest import bundle_digest, spec_relative
 from auditor.errors import InputError, ToolError
 from auditor.fsutil import atomic_write_text, sha256_file
@@ -27,6 +27,7 @@ from auditor.outputs import check_output_file, write_output_file
 from auditor.policy import waivers_of
 from auditor.provenance.gitstate import git_settings
 from auditor.provenance.treehash import manifest_digest
+from auditor.redaction import redacted_text
 from auditor.results.audit_file import warm_jsonschema
 from auditor.results.sbom import ProvenanceDocument, SbomData, SbomDocument, VexRecord
 from auditor.sbom.diffs import CommitDiff, DiffCache, commit_diff
@@ -54,10 +55,15 @@ class SbomStage(Stage):
         self._diffs: dict[str, CommitDiff] | None = None
 
     def prepare(self, ctx: Context) -> None:
-        # the series diffs (one `git show` each) are read while the scan waits on semgrep
+        # the slow import of jsonschema is done while the scan waits on semgrep
+        # (auditor.background); not when its answers are remembered from an earlier run
+        # (auditor.sbom.formats)
+        if not _memo_exists(ctx.spec):
+            ctx.background.when_waiting(warm_jsonschema)
+        # the series diffs (one `git show` each) are read then too
         ws = ctx.workspace
         if ws is not None:
-            self._early = when_waiting(lambda: self._read_early(ctx, ws))
+            self._early = ctx.background.when_waiting(lambda: self._read_early(ctx, ws))
 
     def _read_early(self, ctx: Context, ws: Workspace) -> None:
         try:
@@ -66,11 +72,7 @@ class SbomStage(Stage):
             self._diffs = None
 
     def check_inputs(self, spec: Spec) -> None:
-        # called before any stage runs, and only when this stage will run: the slow import of
-        # jsonschema is done while the scan waits on semgrep (auditor.background); not when its
-        # answers are remembered from an earlier run (auditor.sbom.formats)
-        if not _memo_exists(spec):
-            when_waiting(warm_jsonschema)
+        # called before any stage runs, and only when this stage will run
         from auditor.sbom.intoto import configured_builder_id
 
         configured_builder_id()  # a bad $AUDITOR_BUILDER_ID stops the audit before it starts
@@ -334,9 +336,9 @@ def export_sbom(result: StageResult, ctx: Context, output: Path | None) -> Path 
                                             (ctx.out_dir / VEX_FILE, vex_path(target)))
                 if src.is_file()]
     check_output_file(target, "--output", sidecars=[dst for _, dst in sidecars])
-    write_output_file(target, text, "--output")
+    write_output_file(target, redacted_text(text), "--output")
     for src, dst in sidecars:
-        write_output_file(dst, src.read_text(encoding="utf-8"), "--output")
+        write_output_file(dst, redacted_text(src.read_text(encoding="utf-8")), "--output")
     ctx.progress(f"SBOM written to {target}")
     for src, dst in sidecars:
         what = "provenance statement" if src.name == PROVENANCE_FILE else "OpenVEX document"

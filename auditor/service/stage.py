@@ -23,6 +23,7 @@ from auditor.fsutil import atomic_write_text
 from auditor.inputs import read_input_text
 from auditor.model import Finding, StageResult, fingerprint_of, status_for
 from auditor.outputs import check_output_file, write_output_file
+from auditor.redaction import redacted_text
 from auditor.results.unit import ExposureScore, UnitData, UnitVerify
 from auditor.service import analyze
 from auditor.service.lint import EXPOSURE_RULE, VERIFY_RULE, lint_unit
@@ -144,7 +145,7 @@ def export_unit(result: StageResult, ctx: Context, output: Path) -> None:
     env_name = data.env_example
     sidecar = env_example_path(output)
     check_output_file(output, "--output", sidecars=[sidecar] if env_name else [])
-    write_output_file(output, text, "--output", mode=0o644)
+    write_output_file(output, redacted_text(text), "--output", mode=0o644)
     if env_name:
         env_text = (ctx.out_dir / env_name).read_text(encoding="utf-8")
-        write_output_file(sidecar, env_text, "--output", mode=0o600)
+        write_output_file(sidecar, redacted_text(env_text), "--output", mode=0o600)

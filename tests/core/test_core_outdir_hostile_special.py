@@ -23,6 +23,7 @@ from typer.testing import CliRunner
 from auditor.cli import app
 from auditor.errors import InputError
 from auditor.outputs import append_output_text, check_output_file, write_output_file
+from auditor.redaction import redacted_text
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "report"))
 from reportcases import rich_audit  # noqa: E402
@@ -169,7 +170,7 @@ def test_the_writers_refuse_a_special_file_that_appears_after_the_check(kind, tm
     SPECIAL[kind](target)
     before = _snapshot(tmp_path)
     with pytest.raises(InputError):
-        write_output_file(target, "text")
+        write_output_file(target, redacted_text("text"))
     with pytest.raises(InputError):
-        append_output_text(target, "text", "--summary")
+        append_output_text(target, redacted_text("text"), "--summary")
     assert _snapshot(tmp_path) == before

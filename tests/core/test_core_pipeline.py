@@ -31,7 +31,7 @@ def test_audit_directory_is_complete_or_absent(tmp_path: Path, monkeypatch) -> N
     class Broken(Formatter):
         filename = "broken.txt"
 
-        def render(self, audit):  # noqa: ANN001
+        def document(self, audit):  # noqa: ANN001
             raise RuntimeError("disk on fire")
 
     monkeypatch.setattr(report, "formatters", lambda: [Broken()])

@@ -38,7 +38,7 @@ HUNKS = (
     HunkRef("h-server", "d2" * 8, "engine/server.py", C2, "other", 21, 27, 1),
     HunkRef("h-transport", "d3" * 8, "engine/transport.py", C3, "other", 1, 10, 10),
     HunkRef("h-blob", "d4" * 8, "engine/_C.so", C3, "other", 0, 0, 1),
-    HunkRef("h-signed", "d5" * 8, "engine/util.py", C1, "other", 3, 4, 2),
+    HunkRef("d5" * 8, "d5" * 32, "engine/util.py", C1, "other", 3, 4, 2),
     HunkRef("h-req", "d6" * 8, "requirements.txt", C2, "dependencies", 2, 5, 1),
 )
 AREAS = (ReviewArea("dependencies", "Dependencies", ("requirements*.txt",), ()),
@@ -48,7 +48,9 @@ AREAS = (ReviewArea("dependencies", "Dependencies", ("requirements*.txt",), ()),
 def _audit() -> AuditResult:
     """The rich audit plus a review stage (real coverage code) and findings of every family."""
     base = rich_audit()
-    signed = SignOff(reviewer="alice", hunk="h-signed", digest="d5" * 8, path="engine/util.py",
+    # well-formed, as a reviews file gives it (the report reads the audit back: a malformed
+    # sign-off would not survive that)
+    signed = SignOff(reviewer="alice", hunk="d5" * 8, digest="d5" * 32, path="engine/util.py",
                      verdict=ReviewVerdict.OK, note="", date="2026-11-30")
     review = review_result(compute(HUNKS, AREAS, [signed]), required=True, file="reviews.toml")
     extra = (
@@ -127,7 +129,7 @@ def test_unsigned_result_is_located_at_every_unreviewed_hunk(sarif: dict[str, An
                loc["physicalLocation"].get("region", {}).get("startLine"))
               for loc in res["locations"]]
     assert places == [("engine/shm.py", 1), ("engine/server.py", 21),
-                      ("engine/transport.py", 1), ("engine/_C.so", None)]  # h-signed is signed
+                      ("engine/transport.py", 1), ("engine/_C.so", None)]  # util.py is signed
     assert res["properties"]["hunks"] == 4 and res["properties"]["commit"] is None
     assert "4 hunk(s)" in res["message"]["text"] and "3 commit(s)" in res["message"]["text"]
 
@@ -140,7 +142,7 @@ def test_markdown_lists_the_hunks_and_never_says_upstream(audit: AuditResult) ->
     section = md[md.index("## Unreviewed hunks"):]
     for hunk in ("h-shm", "h-server", "h-transport", "h-blob", "h-req"):
         assert f"`{hunk}`" in section
-    assert "`h-signed`" not in section
+    assert f"`{'d5' * 8}`" not in section
     assert re.search(r"engine/server\.py:21-27", section)
     assert "upstream code \\(inherited\\)" in md  # the inherited finding still is upstream's
 
@@ -154,7 +156,7 @@ def test_html_lists_the_hunks_and_never_says_upstream(audit: AuditResult) -> Non
     assert "upstream" not in card and "unreviewed hunks of the series" in card
     for hunk in ("h-shm", "h-server", "h-transport", "h-blob"):
         assert f"<code>{hunk}</code>" in card
-    assert "h-signed" not in card and "engine/server.py:21-27" in card
+    assert "d5" * 8 not in card and "engine/server.py:21-27" in card
 
 
 def test_github_annotation_lists_the_hunks_and_no_file(audit: AuditResult) -> None:

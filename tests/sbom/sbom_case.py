@@ -25,7 +25,7 @@ from auditor.model import (
     Workspace,
 )
 from auditor.results.build import ModuleRecord, OfficialWheel, Toolchain
-from auditor.results.deps import FetchRecord, IndexRecord, SourceRecord
+from auditor.results.deps import FetchRecord, IndexRecord, Kind, SourceRecord
 from auditor.spec import load_spec
 from auditor.stage import Context, Options
 
@@ -100,11 +100,11 @@ def deps_result(status: StageStatus = StageStatus.OK) -> StageResult:
     return StageResult("deps", status, deps_data(
         bundle=bundle,
         cmake_fetches=(
-            FetchRecord(name="cutlass", kind="cmake-git",
+            FetchRecord(name="cutlass", kind=Kind.CMAKE_GIT,
                         repository="https://github.com/NVIDIA/cutlass.git",
                         tag="f9ece1b42c32ef5ffd1b7f39b62a2a4b3c8d1e2f", url=None, hash=None,
                         pinned=True, file="CMakeLists.txt", line=12),
-            FetchRecord(name="vllm-flash-attn", kind="cmake-url", repository=None, tag=None,
+            FetchRecord(name="vllm-flash-attn", kind=Kind.CMAKE_URL, repository=None, tag=None,
                         url="https://example.invalid/fa.tar.gz", hash="SHA256=" + "ab" * 32,
                         pinned=True, file="cmake/external.cmake", line=7),
         ),

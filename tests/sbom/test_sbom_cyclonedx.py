@@ -17,13 +17,13 @@ from sbom_case import context, git, new_case
 from support import GitRepo, export_tree
 from typed_results import decl
 
-from auditor import __version__, background
+from auditor import __version__
 from auditor.errors import InputError, ToolError
 from auditor.gitio import Git
 from auditor.model import StageResult, StageStatus
 from auditor.provenance.treehash import manifest_digest
 from auditor.results import Crashed
-from auditor.results.deps import DepsData, FetchRecord
+from auditor.results.deps import DepsData, FetchRecord, Kind
 from auditor.results.sbom import SbomData
 from auditor.sbom import cyclonedx_doc
 from auditor.sbom.cyclonedx_doc import validate_cyclonedx
@@ -183,7 +183,7 @@ def test_series_diffs_read_while_the_scan_waits_give_the_same_sbom(case, full, m
     early = context(case["tmp"], case, name="early")
     stage = SbomStage()
     stage.prepare(early)
-    background.waiting()
+    early.background.waiting()
     stage.run(early)
     assert stage._diffs is not None and len(stage._diffs) == len(early.workspace.commits)
     assert (early.out_dir / "sbom.cdx.json").read_bytes() == full["text"].encode()
@@ -192,7 +192,7 @@ def test_series_diffs_read_while_the_scan_waits_give_the_same_sbom(case, full, m
     stage = SbomStage()
     stage.prepare(late)
     stage.run(late)
-    background.waiting()
+    late.background.waiting()
     assert stage._diffs is None
     assert (late.out_dir / "sbom.cdx.json").read_bytes() == full["text"].encode()
 
@@ -480,7 +480,7 @@ def test_odd_urls_from_the_bundle_cannot_make_the_sbom_invalid(case):
                      url="git+ssh://git@github.com:org/repo.git@v1"),
                 decl("ctrl", kind="url", file="r.txt", line=2,
                      url="https://x.example/\x1b[31m a b#c#d")),
-        cmake_fetches=(FetchRecord(name="bad", kind="cmake-git", repository="http://[::1",
+        cmake_fetches=(FetchRecord(name="bad", kind=Kind.CMAKE_GIT, repository="http://[::1",
                                    tag="main", url=None, hash="not-a-hash", pinned=False,
                                    file="CMakeLists.txt", line=1),)))
     assert SbomStage().run(ctx).status is StageStatus.OK
@@ -501,7 +501,7 @@ def test_one_name_fetched_twice_gives_two_components_with_their_own_refs(case):
     ctx = context(case["tmp"], case, name="onednn-twice")
     deps = ctx.results["deps"].data_as(DepsData)
     assert deps is not None
-    fetches = tuple(FetchRecord(name="onednn", kind="cmake-git",
+    fetches = tuple(FetchRecord(name="onednn", kind=Kind.CMAKE_GIT,
                                 repository="https://github.com/oneapi-src/oneDNN.git",
                                 tag=tag, url=None, hash=None, pinned=False,
                                 file="cmake/cpu_extension.cmake", line=line)

@@ -19,6 +19,7 @@ from support import GitRepo, write_spec
 
 from auditor.errors import SpecError
 from auditor.policy import Justification, VexStatus, Waiver, load_waivers
+from auditor.results.deps import Kind
 from auditor.sbom.inputs import Dependency, DepsInfo, Vulnerability
 from auditor.sbom.openvex import CONTEXT, OPENVEX_SCHEMA, Product, build_openvex
 from auditor.sbom.vex import Basis, judge, waivers_by_label
@@ -39,7 +40,7 @@ def _vuln(id_: str, package: str, version: str = "1.0", *, waiver: str | None = 
 
 
 def _dep(name: str) -> Dependency:
-    return Dependency(name=name, specifier=None, pin="1.0", url=None, kind="pypi",
+    return Dependency(name=name, specifier=None, pin="1.0", url=None, kind=Kind.PYPI,
                       locations=("requirements.txt:1",))
 
 
