@@ -1,7 +1,7 @@
 """The build stage on real vLLM: CUDA modules compiled here from the audited 0.10.0 sdist.
 
     python benchmarks/real_vllm_build.py [--touch moe,cumem,c] [--work /work/bench/real-build]
-                                         [--wheel FILE] [--cache DIR]
+                                         [--wheel FILE] [--cache DIR] [--no-repro]
 
 Writes a case like ``benchmarks/real_vllm.py`` (the official sdist as upstream, a community
 series on top, a bundle of the patched tree) whose series touches one source per module asked:
@@ -42,7 +42,7 @@ TOUCHES = {
 }
 
 
-def build_case(work: Path, touch: list[str], version: str = "0.10.0") -> Path:
+def build_case(work: Path, touch: list[str], version: str = "0.10.0", repro: bool = True) -> Path:
     sdist = real_vllm.fetch_sdist(version, HERE / "work" / "downloads")
     if work.exists():
         shutil.rmtree(work)
@@ -80,7 +80,7 @@ def build_case(work: Path, touch: list[str], version: str = "0.10.0") -> Path:
         f'commit = "{upstream}"', "",
         "[patches]", 'ref = "sm86"', 'commits_file = "series.txt"', "",
         "[bundle]", f'path = "downloads/{bundle.name}"', "strip_components = 1", "",
-        "[build]", f'recipe = "{RECIPE}"', "repro = true", "",
+        "[build]", f'recipe = "{RECIPE}"', f"repro = {str(repro).lower()}", "",
     ]), encoding="utf-8")
     return spec
 
@@ -92,6 +92,8 @@ def main() -> None:
     ap.add_argument("--work", type=Path, default=HERE / "work" / "real-build")
     ap.add_argument("--wheel", type=Path, help="the official vllm-0.10.0 wheel, to cache")
     ap.add_argument("--cache", type=Path, default=Path.home() / ".cache" / "auditor")
+    ap.add_argument("--no-repro", action="store_true",
+                    help="build each module once (default: twice, compared byte for byte)")
     args = ap.parse_args()
     touch = [t for t in args.touch.split(",") if t]
     unknown = sorted(set(touch) - set(TOUCHES))
@@ -102,7 +104,7 @@ def main() -> None:
         cached.mkdir(parents=True, exist_ok=True)
         if not (cached / args.wheel.name).is_file():
             shutil.copyfile(args.wheel, cached / args.wheel.name)
-    print(build_case(args.work.resolve(), touch))
+    print(build_case(args.work.resolve(), touch, repro=not args.no_repro))
 
 
 if __name__ == "__main__":
