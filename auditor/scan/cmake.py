@@ -55,8 +55,15 @@ _ROOT = re.compile(r"^\$\{(CMAKE_SOURCE_DIR|CMAKE_CURRENT_SOURCE_DIR|PROJECT_SOU
                    r"CMAKE_CURRENT_LIST_DIR|CMAKE_BINARY_DIR|CMAKE_CURRENT_BINARY_DIR|"
                    r"PROJECT_BINARY_DIR|[A-Za-z0-9_-]+_(?:SOURCE|BINARY)_DIR)\}")
 _INTERPRETER = re.compile(r"^(?:(?:ba|da|z|k)?sh|source|\.|perl|ruby|node)$")
-_FETCHERS = ("fetchcontent_declare", "fetchcontent_populate", "externalproject_add",
-             "cpmaddpackage")
+_CPM = ("cpmaddpackage", "cpmfindpackage")  # CPMFindPackage downloads what find_package lacks
+_FETCHERS = ("fetchcontent_declare", "fetchcontent_populate", "externalproject_add", *_CPM)
+# CPM's shorthand ("gh:owner/repo@1.2.3#tag", also in URI) and its *_REPOSITORY keywords
+_CPM_HOSTS = {"gh": "https://github.com/", "gl": "https://gitlab.com/",
+              "bb": "https://bitbucket.org/"}
+_CPM_REPOSITORY = {"GITHUB_REPOSITORY": "gh", "GITLAB_REPOSITORY": "gl",
+                   "BITBUCKET_REPOSITORY": "bb"}
+_CPM_SHORT = re.compile(r"^(?:(?P<host>gh|gl|bb):(?P<path>[^@#\s]+)|(?P<url>[a-z][a-z0-9+.-]*://"
+                        r"[^@#\s]+?))(?:@(?P<version>[^#\s]*))?(?:#(?P<tag>\S*))?$")
 # a GIT_TAG with no digit is a branch (main, master, dev, nightly): it moves with every push
 _BRANCH = re.compile(r"^[A-Za-z_./-]+$")
 RULE_RUN = "network.builtin.cmake-download-run"
@@ -307,7 +314,68 @@ def expanded(c: Command, values: dict[str, str]) -> Command:
             args.append(Arg(v, a.line, a.quoted))
         else:
             args.extend(Arg(x, a.line, False) for x in v.split(";") if x)
-    return Command(c.name, c.line, c.end_line, tuple(args))
+    out = Command(c.name, c.line, c.end_line, tuple(args))
+    return _cpm_long_form(out) if c.name in _CPM else out
+
+
+def _cpm_shorthand(args: list[Arg]) -> tuple[str, str, str, str] | None:
+    """(repo, url, version, tag) of a CPM shorthand (the first argument, or ``URI``'s), taken
+    out of ``args``; ``None`` when the call has none."""
+    uri = next((i for i, a in enumerate(args) if not a.quoted and a.value == "URI"), None)
+    if uri is not None and uri + 1 < len(args):
+        short = args[uri + 1].value
+        del args[uri:uri + 2]
+    elif args and _CPM_SHORT.match(args[0].value) and (args[0].quoted or len(args) == 1
+                                                       or ":" in args[0].value):
+        short = args.pop(0).value
+    else:
+        return None
+    m = _CPM_SHORT.match(short)
+    if m is None:
+        return None
+    url = m.group("url") or ""
+    repo = (_CPM_HOSTS[m.group("host")] + m.group("path").removesuffix(".git") + ".git"
+            if m.group("host") else url if url.endswith(".git") else "")
+    return repo, "" if repo else url, m.group("version") or "", m.group("tag") or ""
+
+
+def _cpm_repository(c: Command, args: list[Arg]) -> tuple[str, str, str, str] | None:
+    """(repo, "", "", "") of ``GITHUB_REPOSITORY o/r`` and the like, taken out of ``args``."""
+    kw = next((k for k in _CPM_REPOSITORY if c.has(k)), None)
+    if kw is None or c.has("GIT_REPOSITORY") or not c.keyword_values(kw):
+        return None
+    path = c.keyword_values(kw)[0].value
+    k = next(i for i, a in enumerate(args) if not a.quoted and a.value == kw)
+    del args[k:k + 2]
+    return _CPM_HOSTS[_CPM_REPOSITORY[kw]] + path.removesuffix(".git") + ".git", "", "", ""
+
+
+def _cpm_long_form(c: Command) -> Command:
+    """A CPM call in the keyword form the fetch checks read: ``CPMAddPackage("gh:o/r@1.2#t")``
+    (or ``URI "gh:..."``, or ``GITHUB_REPOSITORY o/r VERSION 1.2``) as ``NAME r GIT_REPOSITORY
+    https://github.com/o/r.git GIT_TAG t`` (a version alone is the tag ``v<version>``, nothing
+    at all the default branch); a shorthand URL that is no git repository is a ``URL``."""
+    args = list(c.args)
+    source = _cpm_shorthand(args) or _cpm_repository(c, args)
+    if source is None:
+        return c
+    repo, url, version, tag = source
+    line = c.line
+    new: list[Arg] = []
+    if not c.has("NAME"):
+        name = re.sub(r"(?:-v?\d[\w.]*)?(?:\.git|\.zip|\.tgz|\.tar(?:\.\w+)?)$", "",
+                      (repo or url).rstrip("/").rsplit("/", 1)[-1])
+        new += [Arg("NAME", line, False), Arg(name, line, True)]
+    if url:
+        new += [Arg("URL", line, False), Arg(url, line, True)]
+    else:
+        new += [Arg("GIT_REPOSITORY", line, False), Arg(repo, line, True)]
+        versions = c.keyword_values("VERSION") if c.has("VERSION") else []
+        version = version or (versions[0].value if versions else "")
+        tag = tag or (f"v{version}" if version else "")
+        if tag and not c.has("GIT_TAG"):
+            new += [Arg("GIT_TAG", line, False), Arg(tag, line, True)]
+    return Command(c.name, c.line, c.end_line, (*new, *args))
 
 
 def _outside(word: str, here: str) -> bool:
@@ -421,7 +489,7 @@ def _fetches_or_runs_fetched(c: Command) -> bool:
 
 def _project(c: Command) -> str:
     """The name a fetch command declares (``CPMAddPackage(NAME x ...)`` names it by keyword)."""
-    named = c.keyword_values("NAME") if c.name == "cpmaddpackage" else []
+    named = c.keyword_values("NAME") if c.name in _CPM else []
     return named[0].value if named else c.args[0].value if c.args else "?"
 
 
@@ -590,8 +658,9 @@ def _includes(c: Command, origins: Sequence[_Origin],
         return [("FetchContent_MakeAvailable runs the CMakeLists.txt of", a.value,
                  by_project[a.value.lower()]) for a in c.args if a.value.lower() in by_project]
     name = _project(c)
-    if c.name == "cpmaddpackage" and name.lower() in by_project and not c.has("DOWNLOAD_ONLY"):
-        return [("CPMAddPackage runs the CMakeLists.txt of", name, by_project[name.lower()])]
+    if c.name in _CPM and name.lower() in by_project and not c.has("DOWNLOAD_ONLY"):
+        how = "CPMAddPackage" if c.name == "cpmaddpackage" else "CPMFindPackage"
+        return [(f"{how} runs the CMakeLists.txt of", name, by_project[name.lower()])]
     if c.name == "externalproject_add" and first.lower() in by_project and _builds(c):
         return [("ExternalProject_Add builds (runs the build scripts of)", first,
                  by_project[first.lower()])]

@@ -158,3 +158,47 @@ def test_real_vllm_cmake_files_get_no_block(tmp_path: Path) -> None:
             seen += 1
             assert [f for f in cmake.scan_text(text, rel) if f.rule == RUN] == [], rel
     assert seen >= 4
+
+
+# CPM.cmake's shorthand and repository keywords are the same fetches, spelled another way
+CPM_BLOCK = [
+    'CPMAddPackage("gh:someone/fastk#main")\n',
+    'CPMAddPackage(URI "gh:someone/fastk#dev" OPTIONS "FASTK_CUDA ON")\n',
+    "CPMAddPackage(NAME fastk GITHUB_REPOSITORY someone/fastk)\n",
+    "CPMFindPackage(NAME fastk GITLAB_REPOSITORY someone/fastk GIT_TAG master)\n",
+    'set(BRANCH nightly)\nCPMAddPackage("gh:someone/fastk#${BRANCH}")\n',
+    'CPMAddPackage("https://x.example/fastk-1.2.zip")\n',
+    'CPMAddPackage("https://git.example/someone/fastk.git#main")\n',
+]
+
+
+@pytest.mark.parametrize("text", CPM_BLOCK)
+def test_cpm_shorthand_of_a_branch_or_unhashed_url_blocks(text: str) -> None:
+    found = [f for f in cmake.scan_text(text) if f.rule == RUN]
+    assert len(found) == 1 and "fastk" in found[0].message, _rules(text)
+    assert "CMakeLists.txt of fastk" in found[0].message
+
+
+CPM_REVIEW = [  # a release tag or a version: reviewed, as FetchContent's tag is
+    ('CPMAddPackage("gh:fmtlib/fmt#7.1.3")\n', "GIT_TAG 7.1.3"),
+    ('CPMAddPackage("gh:nlohmann/json@3.11.2")\n', "GIT_TAG v3.11.2"),
+    ("CPMAddPackage(NAME fmt GITHUB_REPOSITORY fmtlib/fmt VERSION 10.2.1)\n", "GIT_TAG v10.2.1"),
+    ('CPMAddPackage("gh:someone/fastk#main" DOWNLOAD_ONLY YES)\n', "GIT_TAG main"),
+]
+
+
+@pytest.mark.parametrize("text,tag", CPM_REVIEW)
+def test_cpm_shorthand_of_a_tag_is_reviewed(text: str, tag: str) -> None:
+    found = list(cmake.scan_text(text))
+    assert [f.rule for f in found] == ["dependency.builtin.cmake-fetch-unpinned"], _rules(text)
+    assert tag in found[0].message and "https://" in found[0].message
+
+
+@pytest.mark.parametrize("text", [
+    'CPMAddPackage("gh:jbeder/yaml-cpp@0.6.3#' + COMMIT + '")\n',
+    f"CPMAddPackage(NAME k GITHUB_REPOSITORY o/k GIT_TAG {COMMIT})\n",
+    "CPMAddPackage(NAME k URL https://x.example/k.zip URL_HASH SHA256=" + "ab" * 32 + ")\n",
+    "CPMAddPackage(NAME local SOURCE_DIR ${CMAKE_SOURCE_DIR}/third_party/local)\n",
+])
+def test_cpm_pinned_by_commit_or_hash_is_quiet(text: str) -> None:
+    assert _rules(text) == []
