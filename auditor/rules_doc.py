@@ -271,6 +271,8 @@ _FAMILIES: tuple[RuleDoc, ...] = (
             "wheel); `build.toolchain-mismatch`: the toolchain differs from the recipe's pin; "
             "`build.unclaimed-native-source`: native source no build target claims; "
             "`build.abi-weak-symbols-missing`: the built module lacks symbols the official one has; "
+            "`build.abi-kernel-symbols-hidden`: CUDA kernels (and their host stubs) the official "
+            "module exports are hidden in the built one, and nothing else in the wheel imports them; "
             "`build.differs-from-official`: the built module's registered ops, exported symbols, "
             "needed libraries or GPU archs differ from the official module's (read statically).",
             "Build the module from source or remove the binary; pin the recipe's toolchain.",

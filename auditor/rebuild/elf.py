@@ -42,6 +42,32 @@ def exported_symbols(path: Path, what: str = "module", *, weak: bool | None = No
         raise InputError(f"{what} {path.name} is not a readable ELF file: {exc}") from None
 
 
+def imported_symbols(path: Path, what: str = "module") -> frozenset[str]:
+    """Names of the undefined symbols of ``.dynsym``: what the file takes from other libraries
+    (InputError if not ELF)."""
+    try:
+        with path.open("rb") as f:
+            dynsym = ELFFile(f).get_section_by_name(".dynsym")
+            if dynsym is None:
+                return frozenset()
+            return frozenset(sym.name for sym in dynsym.iter_symbols()  # type: ignore[attr-defined]
+                             if sym.name and sym["st_shndx"] == "SHN_UNDEF")
+    except (ELFError, OSError, ValueError) as exc:
+        raise InputError(f"{what} {path.name} is not a readable ELF file: {exc}") from None
+
+
+_STUB = re.compile(r"^_Z\d+__device_stub__(.+)$")
+
+
+def cuda_kernel_symbols(symbols: frozenset[str], among: frozenset[str]) -> frozenset[str]:
+    """The names of ``symbols`` that are CUDA kernels or their host stubs: nvcc names the stub
+    of kernel ``_Z<mangled>`` ``_Z<n>__device_stub__Z<mangled>...``; a kernel is a symbol whose
+    stub is in ``among`` (the module's exports)."""
+    stubbed = {m.group(1) for s in among if (m := _STUB.match(s))}
+    return frozenset(s for s in symbols if _STUB.match(s) or (
+        s.startswith("_Z") and any(t.startswith(s[1:]) for t in stubbed)))
+
+
 def _sections(path: Path) -> dict[str, str]:
     with path.open("rb") as f:
         elf = ELFFile(f)

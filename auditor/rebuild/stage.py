@@ -38,7 +38,14 @@ from auditor.provenance.bundlefiles import bundle_root
 from auditor.rebuild.archs import unsupported
 from auditor.rebuild.builders import BuildFailed, BuildRequest, BuiltModule, builder_for
 from auditor.rebuild.compare_official import Comparison, compare_files
-from auditor.rebuild.elf import exported_symbols, first_difference, section_differences
+from auditor.rebuild.elf import (
+    ELF_MAGIC,
+    cuda_kernel_symbols,
+    exported_symbols,
+    first_difference,
+    imported_symbols,
+    section_differences,
+)
 from auditor.rebuild.overlay import Overlay, build_overlay, verify_origins
 from auditor.rebuild.plan import (
     BuildPlan,
@@ -520,8 +527,25 @@ class _BuildRun:
         new = exported_symbols(m.path, "rebuilt module")
         old_weak = exported_symbols(official.local(wp), "official module", weak=True)
         missing = old - new
-        return Abi(missing=tuple(sorted(missing - old_weak)), added=tuple(sorted(new - old)),
-                   missing_weak=tuple(sorted(missing & old_weak)))
+        # kernels a newer nvcc hides (their host stubs with them) that nothing else imports
+        kernels = cuda_kernel_symbols(missing - old_weak, old) - self.imported_elsewhere(
+            official, wp)
+        return Abi(missing=tuple(sorted(missing - old_weak - kernels)),
+                   added=tuple(sorted(new - old)), missing_weak=tuple(sorted(missing & old_weak)),
+                   missing_kernels=tuple(sorted(kernels)))
+
+    def imported_elsewhere(self, official: UnpackedWheel, wp: str) -> frozenset[str]:
+        """The symbols the official wheel's other ELF files take from other libraries."""
+        out: set[str] = set()
+        for path in sorted(official.members):
+            local = official.local(path)
+            if path == wp or not local.is_file():
+                continue
+            with local.open("rb") as f:
+                if f.read(4) != ELF_MAGIC:
+                    continue
+            out |= imported_symbols(local, f"official wheel file {path}")
+        return frozenset(out)
 
     def module_by_name(self, name: str) -> Any:
         return next(x for x in self.recipe.modules if x.name == name)
@@ -537,8 +561,21 @@ class _BuildRun:
                 self.reasons.append(f"module {m.name}: the rebuilt module no longer exports "
                                     f"{len(abi.missing)} symbol(s) of the official one: "
                                     f"{shown}{more}")
+            wp = self.module_by_name(m.name).wheel_path
+            if abi.missing_kernels:
+                self.findings.append(self.policy_finding(Finding(
+                    rule="build.abi-kernel-symbols-hidden", category=Category.PROVENANCE,
+                    severity=Severity.LOW, action=Action.REVIEW, path=wp, line=0, commit=None,
+                    scanner="build",
+                    message=f"module {m.name}: {len(abi.missing_kernels)} CUDA kernel symbol(s) "
+                            "(kernels and their host stubs) of the official module are not "
+                            "exported by the rebuilt one, and no other file of the wheel imports "
+                            "them (nvcc's -device-entity-has-hidden-visibility, true by default "
+                            "in CUDA 13, hides __global__ functions): "
+                            + ", ".join(abi.missing_kernels[:10]),
+                    fingerprint=fingerprint_of("build.abi-kernel-symbols-hidden", wp,
+                                               " ".join(abi.missing_kernels)))))
             if abi.missing_weak:
-                wp = self.module_by_name(m.name).wheel_path
                 self.findings.append(self.policy_finding(Finding(
                     rule="build.abi-weak-symbols-missing", category=Category.PROVENANCE,
                     severity=Severity.LOW, action=Action.REVIEW, path=wp, line=0, commit=None,

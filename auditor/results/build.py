@@ -69,15 +69,22 @@ class Abi:
     missing: tuple[str, ...]
     added: tuple[str, ...]
     missing_weak: tuple[str, ...]
+    #: CUDA kernels (and their ``__device_stub__`` host stubs) the official module exports and
+    #: the rebuilt one hides, that no other file of the official wheel imports
+    missing_kernels: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
-        return {"missing": list(self.missing), "added": list(self.added),
-                "missing_weak": list(self.missing_weak)}
+        out: dict[str, Any] = {"missing": list(self.missing), "added": list(self.added),
+                               "missing_weak": list(self.missing_weak)}
+        if self.missing_kernels:
+            out["missing_kernels"] = list(self.missing_kernels)
+        return out
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> Abi:
         return cls(missing=strs(d["missing"]), added=strs(d["added"]),
-                   missing_weak=strs(d["missing_weak"]))
+                   missing_weak=strs(d["missing_weak"]),
+                   missing_kernels=strs(d.get("missing_kernels", [])))
 
 
 @dataclass(frozen=True)
