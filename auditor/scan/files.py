@@ -45,6 +45,10 @@ _SHELL_NAMES = frozenset({".envrc", ".bashrc", ".bash_profile", ".bash_login", "
                           ".zshrc", ".zprofile", ".zshenv", ".kshrc", ".bash_logout"})
 # extensions semgrep itself does not map (we stage such files with the canonical suffix)
 _FOREIGN_EXT = frozenset({".ipp", ".inl", ".cu", ".cuh", ".pth"})
+# documents and data, never a Dockerfile's variant: vLLM's docs/contributing/dockerfile/dockerfile.md
+# is Markdown about the Dockerfile (Dockerfile.rocm, Dockerfile.cpu are Dockerfiles)
+_TEXT_EXT = frozenset({".md", ".markdown", ".rst", ".txt", ".adoc", ".html", ".htm", ".json",
+                       ".yaml", ".yml", ".toml", ".ini", ".cfg", ".csv", ".svg", ".png"})
 
 # family -> the semgrep languages whose rules apply, and the suffix used to stage it
 FAMILIES: dict[str, tuple[frozenset[str], str]] = {
@@ -89,8 +93,8 @@ def family_of(path: str, head: str) -> str | None:
         return _EXT_FAMILY[suffix]
     if lower in _SHELL_NAMES:
         return "bash"
-    if lower in ("dockerfile", "containerfile") or lower.startswith(("dockerfile.",
-                                                                      "containerfile.")):
+    if lower in ("dockerfile", "containerfile") or (lower.startswith((
+            "dockerfile.", "containerfile.")) and suffix not in _TEXT_EXT):
         return "dockerfile"
     if lower.endswith((".dockerfile", ".containerfile")):
         return "dockerfile"

@@ -29,6 +29,12 @@ from auditor.scan.staging import stage
     ("bin/run", "#!/bin/bash\necho", "bash"),
     ("bin/tool", "#!/usr/bin/env python3\n", "python"),
     ("README.md", "# hi", None),
+    # Markdown about the Dockerfile (vLLM's docs/contributing/dockerfile/dockerfile.md, seen on
+    # the real ROCm/vllm fork) is a docs file, not a Dockerfile variant
+    ("docs/contributing/dockerfile/dockerfile.md", "# Dockerfile", None),
+    ("docker/Dockerfile.rocm_base", "FROM x", "dockerfile"),
+    ("docker/Dockerfile.cpu", "FROM x", "dockerfile"),
+    ("docker/dockerfile.yaml", "a: 1", "yaml"),
 ])
 def test_family_of(path: str, head: str, family: str | None):
     assert family_of(path, head) == family
