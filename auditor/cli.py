@@ -154,10 +154,12 @@ def verify(spec: SpecArg, as_json: JsonOpt = False, cache: CacheOpt = None) -> N
 @app.command(help=_lit("Write the commits file ([patches] commits_file) for a range."))
 def series(
     spec: SpecArg,
-    rng: Annotated[str, typer.Option("--range", help="the commits A..B (revisions of the "
-                                     "patches repository)")],
-    model: Annotated[str, typer.Option(help="merge: every commit, merges included, parents "
-                                       "first; rebase: the non-merge commits")] = "rebase",
+    rng: Annotated[str | None, typer.Option("--range", help="the commits A..B (revisions of "
+                                            "the patches repository; default: the spec's "
+                                            "upstream commit (or ref)..its patches ref)")] = None,
+    model: Annotated[str | None, typer.Option(help="merge: every commit, merges included, "
+                                              "parents first; rebase: the non-merge commits "
+                                              "(default: the spec's patches model)")] = None,
     output: Annotated[Path | None, typer.Option("-o", "--output", help="the commits file "
                                                 "(default: standard output)")] = None,
 ) -> None:
@@ -167,7 +169,10 @@ def series(
 
     _check_output(output)
     try:
-        text = series_text(_load(spec, writing_series=True), rng, model)
+        loaded = _load(spec, writing_series=True)
+        if rng is None:
+            rng = f"{loaded.upstream.commit or loaded.upstream.ref}..{loaded.patches.ref}"
+        text = series_text(loaded, rng, model or loaded.patches.model)
         if output is None:
             sys.stdout.write(text)
         else:

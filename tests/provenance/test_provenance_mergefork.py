@@ -186,6 +186,19 @@ def test_the_series_command_writes_the_commits_file(tmp_path, model):
         assert code == 0 and data is not None and data["ok"] is True
 
 
+def test_the_series_command_takes_its_range_and_model_from_the_spec(tmp_path):
+    """With no --range and no --model: upstream's pinned commit..the patches ref, the spec's model
+    (the form a user with the spec in hand reaches for first)."""
+    case = _fork(tmp_path)
+    spec_path = write_spec(tmp_path / "audit.toml", case["spec"])
+    res = subprocess.run([sys.executable, "-m", "auditor", "series", str(spec_path)],
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    head, *rows = res.stdout.splitlines()
+    assert "--model merge" in head and "..fork" in head
+    assert [r.split(" ", 1)[0] for r in rows] == case["series"]
+
+
 def test_a_bad_model_and_a_bad_range_are_exit_2(tmp_path):
     case = _fork(tmp_path)
     spec = {**case["spec"], "patches": {**case["spec"]["patches"], "model": "squash"}}
