@@ -563,29 +563,26 @@ class _BuildRun:
                                     f"{shown}{more}")
             wp = self.module_by_name(m.name).wheel_path
             if abi.missing_kernels:
-                self.findings.append(self.policy_finding(Finding(
-                    rule="build.abi-kernel-symbols-hidden", category=Category.PROVENANCE,
-                    severity=Severity.LOW, action=Action.REVIEW, path=wp, line=0, commit=None,
-                    scanner="build",
-                    message=f"module {m.name}: {len(abi.missing_kernels)} CUDA kernel symbol(s) "
-                            "(kernels and their host stubs) of the official module are not "
-                            "exported by the rebuilt one, and no other file of the wheel imports "
-                            "them (nvcc's -device-entity-has-hidden-visibility, true by default "
-                            "in CUDA 13, hides __global__ functions): "
-                            + ", ".join(abi.missing_kernels[:10]),
-                    fingerprint=fingerprint_of("build.abi-kernel-symbols-hidden", wp,
-                                               " ".join(abi.missing_kernels)))))
+                self.symbol_review("build.abi-kernel-symbols-hidden", wp, abi.missing_kernels,
+                                   f"module {m.name}: {len(abi.missing_kernels)} CUDA kernel "
+                                   "symbol(s) (kernels and their host stubs) of the official "
+                                   "module are not exported by the rebuilt one, and no other "
+                                   "file of the wheel imports them (nvcc's "
+                                   "-device-entity-has-hidden-visibility, true by default in "
+                                   "CUDA 13, hides __global__ functions)")
             if abi.missing_weak:
-                self.findings.append(self.policy_finding(Finding(
-                    rule="build.abi-weak-symbols-missing", category=Category.PROVENANCE,
-                    severity=Severity.LOW, action=Action.REVIEW, path=wp, line=0, commit=None,
-                    scanner="build",
-                    message=f"module {m.name}: {len(abi.missing_weak)} weak symbol(s) of the "
-                            f"official module are not exported by the rebuilt one (inline or "
-                            f"template code; check the recipe's flags): "
-                            + ", ".join(abi.missing_weak[:10]),
-                    fingerprint=fingerprint_of("build.abi-weak-symbols-missing", wp,
-                                               " ".join(abi.missing_weak)))))
+                self.symbol_review("build.abi-weak-symbols-missing", wp, abi.missing_weak,
+                                   f"module {m.name}: {len(abi.missing_weak)} weak symbol(s) of "
+                                   "the official module are not exported by the rebuilt one "
+                                   "(inline or template code; check the recipe's flags)")
+
+    def symbol_review(self, rule: str, wp: str, symbols: tuple[str, ...], what: str) -> None:
+        """A review finding of the build on ``wp`` naming (the first ten of) ``symbols``."""
+        self.findings.append(self.policy_finding(Finding(
+            rule=rule, category=Category.PROVENANCE, severity=Severity.LOW, action=Action.REVIEW,
+            path=wp, line=0, commit=None, scanner="build",
+            message=f"{what}: " + ", ".join(symbols[:10]),
+            fingerprint=fingerprint_of(rule, wp, " ".join(symbols)))))
 
     def module_entry(self, d: ModuleDecision, official: UnpackedWheel, m: BuiltModule | None,
                      abi: Abi | None) -> ModuleRecord:
