@@ -203,7 +203,7 @@ def compare(official: ModuleFacts, rebuilt: ModuleFacts) -> Comparison:
     if other_added:
         diffs.append(f"needs {_names(other_added)} (the official module does not)")
     if official.sass != rebuilt.sass or official.ptx != rebuilt.ptx:
-        line = (f"GPU code for {_archs(rebuilt.sass)} (PTX {_archs(rebuilt.ptx, 'compute')}), "
+        line = (f"has GPU code for {_archs(rebuilt.sass)} (PTX {_archs(rebuilt.ptx, 'compute')}), "
                 f"the official module for {_archs(official.sass)} (PTX "
                 f"{_archs(official.ptx, 'compute')})")
         only_here = sorted(set(rebuilt.sass) - set(official.sass))

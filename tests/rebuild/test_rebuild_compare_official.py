@@ -139,8 +139,8 @@ def test_fatbin_archs_of_real_nvcc_modules_and_the_arch_difference(tmp_path: Pat
     assert (b.sass, b.ptx) == ((80, 90), (90,))
     assert a.needed == b.needed  # the same toolkit: the same runtime linkage
     c = compare(b, a)
-    [diff] = [d for d in c.differences if d.startswith("GPU code")]
-    assert diff == ("GPU code for sm_86 (PTX none), the official module for sm_80, sm_90 (PTX "
+    [diff] = [d for d in c.differences if d.startswith("has GPU code")]
+    assert diff == ("has GPU code for sm_86 (PTX none), the official module for sm_80, sm_90 (PTX "
                     "compute_90); sm_86 is not among the official module's cubins")
     assert fatbin_archs(b"\0" * 64) == ((), ())
 
