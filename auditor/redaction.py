@@ -243,10 +243,27 @@ def _class_changes(value: str) -> float:
     return sum(a != b for a, b in zip(kinds, kinds[1:], strict=False)) / (len(kinds) - 1)
 
 
+_MANGLED = re.compile(r"_Z(?:N[KVr]*|L)?(\d+)")
+
+
+def is_mangled_symbol(value: str) -> bool:
+    """A C++ (Itanium ABI) mangled symbol: ``_Z``, maybe ``N``, then a name by its length
+    (``_ZN3cub17CUB_200700_750_NS...``, a module's exports in a build report)."""
+    m = _MANGLED.match(value)
+    if m is None:
+        return False
+    n, start = int(m.group(1)), m.end()
+    name = value[start:start + n]
+    return len(name) == n > 0 and name.replace("_", "a").isalnum() and not name[0].isdigit()
+
+
 def looks_random(value: str) -> bool:
     """A long base64-ish string mixing cases and digits with high entropy: not a digest, not
-    words (``Meta-Llama-3-8B-Instruct``, ``Qwen2_5_VLProcessingInfo``)."""
+    words (``Meta-Llama-3-8B-Instruct``, ``Qwen2_5_VLProcessingInfo``), not a mangled C++
+    symbol."""
     if len(value) < 20 or not _BASE64ISH.match(value) or is_digest_like(value):
+        return False
+    if is_mangled_symbol(value):
         return False
     if sum(c in _SEPARATORS for c in value) > len(value) // 10 + 1:
         return False
