@@ -62,8 +62,14 @@ def _audit(case: Path, work: Path, name: str, before: Path | None, cache: Path) 
         env["PYTHONPATH"] = str(before)
     out = work / f"out-{name}"
     shutil.rmtree(out, ignore_errors=True)
-    return measure([sys.executable, "-m", "auditor", "audit", str(case / "audit-v1.toml"),
-                    "--out", str(out)], env=env, cwd=work, out=out)
+    sample = measure([sys.executable, "-m", "auditor", "audit", str(case / "audit-v1.toml"),
+                      "--out", str(out)], env=env, cwd=work, out=out)
+    # exit 2 (bad input), or 3 with no audit.json (an internal error: nothing written): the
+    # time would be of a run that stopped early (INCOMPLETE is 3 too, with its audit.json)
+    if sample.code == 2 or not (out / "audit.json").is_file():
+        raise SystemExit(f"{name}: the audit exited {sample.code} and wrote no audit.json (see "
+                         "its output above); its time would measure a run that stopped early")
+    return sample
 
 
 def _equivalence(case: Path, work: Path) -> dict:
