@@ -129,6 +129,7 @@ class _BuildRun:
         self.repro = ctx.options.repro if ctx.options.repro is not None else ctx.spec.build.repro
         self.findings: list[Finding] = []
         self.comparisons: dict[str, Comparison] = {}  # wheel path -> rebuilt against official
+        self.abis: dict[str, Abi] = {}  # wheel path -> build a's exports against official
         self.by_policy: set[str] = set()  # fingerprints whose action the policy decides
         self.reasons: list[str] = []
         self.not_checked: list[str] = []
@@ -521,8 +522,11 @@ class _BuildRun:
                 "sources": list(d.changed), "commands": list(m.commands)}
 
     def abi_of(self, m: BuiltModule, official: UnpackedWheel) -> Abi:
-        """Exported dynamic symbols of the rebuilt module against the official one."""
+        """Exported dynamic symbols of the rebuilt module (of build a) against the official
+        one; read once per module (the ABI check, then the module records)."""
         wp = self.module_by_name(m.name).wheel_path
+        if wp in self.abis:
+            return self.abis[wp]
         old = exported_symbols(official.local(wp), "official module")
         new = exported_symbols(m.path, "rebuilt module")
         old_weak = exported_symbols(official.local(wp), "official module", weak=True)
@@ -530,9 +534,11 @@ class _BuildRun:
         # kernels a newer nvcc hides (their host stubs with them) that nothing else imports
         kernels = cuda_kernel_symbols(missing - old_weak, old) - self.imported_elsewhere(
             official, wp)
-        return Abi(missing=tuple(sorted(missing - old_weak - kernels)),
-                   added=tuple(sorted(new - old)), missing_weak=tuple(sorted(missing & old_weak)),
-                   missing_kernels=tuple(sorted(kernels)))
+        self.abis[wp] = Abi(missing=tuple(sorted(missing - old_weak - kernels)),
+                            added=tuple(sorted(new - old)),
+                            missing_weak=tuple(sorted(missing & old_weak)),
+                            missing_kernels=tuple(sorted(kernels)))
+        return self.abis[wp]
 
     def imported_elsewhere(self, official: UnpackedWheel, wp: str) -> frozenset[str]:
         """The symbols the official wheel's other ELF files take from other libraries."""
