@@ -181,7 +181,9 @@ def resolve_lock(version: str, out: Path, extra: list[str] | None = None) -> Non
     out.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
-def build(version: str, work: Path, *, lock: bool) -> Path:
+def sdist_repository(version: str, work: Path) -> tuple[Path, str]:
+    """WORK afresh, with ``src/``: the official sdist of VERSION unpacked as a git repository
+    whose one commit is tagged ``v<VERSION>``; returns the tree and that commit."""
     sdist = fetch_sdist(version, HERE / "work" / "downloads")
     if work.exists():
         shutil.rmtree(work)
@@ -191,12 +193,16 @@ def build(version: str, work: Path, *, lock: bool) -> Path:
         tar.extractall(work / "unpacked", filter="data")
     (work / "unpacked" / f"vllm-{version}").rename(tree)
     shutil.rmtree(work / "unpacked")
-    build_reqs = build_requires(tree)
     git(tree, "init", "-q", "-b", "main")
     git(tree, "add", "-A")
     git(tree, "commit", "-q", "-m", f"vLLM {version} (official sdist)")
     git(tree, "tag", f"v{version}")
-    upstream = git(tree, "rev-parse", "HEAD")
+    return tree, git(tree, "rev-parse", "HEAD")
+
+
+def build(version: str, work: Path, *, lock: bool) -> Path:
+    tree, upstream = sdist_repository(version, work)
+    build_reqs = build_requires(tree)
     git(tree, "checkout", "-q", "-b", "sm86")
     series = write_series(tree)
     git(work, "clone", "-q", "--mirror", str(tree), "mirrors/vllm.git")

@@ -21,7 +21,6 @@ import argparse
 import shutil
 import subprocess
 import sys
-import tarfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -43,21 +42,8 @@ TOUCHES = {
 
 
 def build_case(work: Path, touch: list[str], version: str = "0.10.0", repro: bool = True) -> Path:
-    sdist = real_vllm.fetch_sdist(version, HERE / "work" / "downloads")
-    if work.exists():
-        shutil.rmtree(work)
-    (work / "mirrors").mkdir(parents=True)
-    tree = work / "src"
-    with tarfile.open(sdist) as tar:
-        tar.extractall(work / "unpacked", filter="data")
-    (work / "unpacked" / f"vllm-{version}").rename(tree)
-    shutil.rmtree(work / "unpacked")
+    tree, upstream = real_vllm.sdist_repository(version, work)
     git = real_vllm.git
-    git(tree, "init", "-q", "-b", "main")
-    git(tree, "add", "-A")
-    git(tree, "commit", "-q", "-m", f"vLLM {version} (official sdist)")
-    git(tree, "tag", f"v{version}")
-    upstream = git(tree, "rev-parse", "HEAD")
     git(tree, "checkout", "-q", "-b", "sm86")
     series = []
     for name in touch:
