@@ -255,6 +255,8 @@ class MergeChange:
     #: ``git patch-id --stable`` of the diff from git's own merge to the merge: the same own
     #: lines give the same id, whatever the merge is called or which parents it has
     patch_id: str | None
+    #: files, insertions and deletions of that same diff: the lines the merge's review hunks show
+    stats: dict[str, int] | None = None
 
 
 def merge_changes(git: Git, commits: Sequence[SeriesCommit]) -> dict[str, MergeChange]:
@@ -271,7 +273,11 @@ def merge_changes(git: Git, commits: Sequence[SeriesCommit]) -> dict[str, MergeC
         assert isinstance(names, bytes)
         paths = tuple(n.decode("utf-8", "surrogateescape") for n in names.split(b"\0") if n)
         if paths:
-            out[c.sha] = MergeChange(paths, _diff_patch_id(git, base, c.sha))
+            numstat = git.run("diff-tree", "-r", "--numstat", "--no-renames", base, c.sha,
+                              "--").stdout
+            assert isinstance(numstat, str)
+            out[c.sha] = MergeChange(paths, _diff_patch_id(git, base, c.sha),
+                                     _count_numstat(numstat.splitlines()))
     return out
 
 
@@ -343,21 +349,34 @@ def patch_ids_of(git: Git, shas: Sequence[str]) -> dict[str, str]:
 
 
 def diff_stats(git: Git, shas: Sequence[str]) -> dict[str, dict[str, int]]:
-    """Files changed, lines inserted and deleted by each commit (binary files count as files)."""
+    """Files changed, lines inserted and deleted by each commit (binary files count as files); a
+    merge shows none here (``git log`` gives no diff for it): see :class:`MergeChange`."""
     if not shas:
         return {}
     raw = git.run("log", "--no-walk=unsorted", "--numstat", "--no-renames", "--format=commit %H",
                   *shas, "--").stdout
     assert isinstance(raw, str)
     out: dict[str, dict[str, int]] = {}
-    current: dict[str, int] | None = None
+    lines: dict[str, list[str]] = {}
+    current: list[str] | None = None
     for line in raw.splitlines():
         if line.startswith("commit "):
-            current = out.setdefault(line[7:].strip(), {"files": 0, "insertions": 0,
-                                                         "deletions": 0})
-        elif line.strip() and current is not None:
-            added, deleted, _ = line.split("\t", 2)
-            current["files"] += 1
-            current["insertions"] += int(added) if added.isdigit() else 0
-            current["deletions"] += int(deleted) if deleted.isdigit() else 0
+            current = lines.setdefault(line[7:].strip(), [])
+        elif current is not None:
+            current.append(line)
+    for sha, numstat in lines.items():
+        out[sha] = _count_numstat(numstat)
+    return out
+
+
+def _count_numstat(lines: Sequence[str]) -> dict[str, int]:
+    """Files, insertions and deletions of ``--numstat`` lines (a binary file counts as a file)."""
+    out = {"files": 0, "insertions": 0, "deletions": 0}
+    for line in lines:
+        if not line.strip():
+            continue
+        added, deleted, _ = line.split("\t", 2)
+        out["files"] += 1
+        out["insertions"] += int(added) if added.isdigit() else 0
+        out["deletions"] += int(deleted) if deleted.isdigit() else 0
     return out

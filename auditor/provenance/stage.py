@@ -332,13 +332,17 @@ def _git_side(ctx: Context, upstream_git: ProofGit, git: ProofGit, base: str, he
         ctx.progress(f"replaying {len(series.commits)} commits onto {base[:12]}")
         rp = replay(git, base, series.commits, ctx.workdir / "verify")
     against = rp.tree or head_tree
+    merged = merge_changes(git, series.commits)
+    stats = diff_stats(git, [c.sha for c in series.commits])
+    # a merge's diff is its own lines (against git's own merge of its parents), as its review
+    # hunks are; a clean merge keeps +0 -0
+    stats.update({sha: m.stats for sha, m in merged.items() if m.stats is not None})
     return _GitSide(upstream_tree=upstream_tree, head_tree=head_tree, series=series, replay=rp,
                     against=against, upstream_entries=tree_entries(git, upstream_tree),
-                    series_entries=tree_entries(git, against),
-                    stats=diff_stats(git, [c.sha for c in series.commits]),
+                    series_entries=tree_entries(git, against), stats=stats,
                     picks=upstream_picks(upstream_git, git, base, head, series.commits, also,
                                          refs=not one_repository(spec.upstream.repo, spec.patches.repo)),
-                    merged=merge_changes(git, series.commits))
+                    merged=merged)
 
 
 @dataclass(frozen=True)

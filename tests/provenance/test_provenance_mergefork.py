@@ -401,6 +401,22 @@ def test_merges_with_lines_of_their_own_are_listed_as_changed_while_merging(tmp_
     assert "which contains upstream v1.1" in page
 
 
+def test_a_merges_diff_stats_are_its_own_lines(tmp_path):
+    """`git log --numstat` gives a merge no diff: its stats (the report's diff column) are its
+    diff against git's own merge of its parents, the lines it is scanned and reviewed for."""
+    def stats(case: dict[str, Any]) -> dict[str, Any]:
+        code, data, err = _run(case, "verify")
+        assert data is not None and data["ok"] is True, err
+        return {c["sha"]: c["stats"] for c in data["commits"]}
+
+    clean = _fork(tmp_path / "clean")
+    assert stats(clean)[clean["merge"]] == {"files": 0, "insertions": 0, "deletions": 0}
+    evil = _fork(tmp_path / "evil", evil_merge=True)
+    got = stats(evil)
+    assert got[evil["merge"]] == {"files": 1, "insertions": 4, "deletions": 0}
+    assert got[evil["a"]] == {"files": 1, "insertions": 2, "deletions": 0}
+
+
 def test_upstream_commits_the_upstream_mirror_reaches_are_upstreams_without_naming(tmp_path):
     """The fork (its own repository) merges upstream's main past the pinned tag, and a backport
     line: with a separate upstream mirror, what its branches and tags reach is upstream's without
