@@ -290,6 +290,25 @@ class Attributor:
                 return out.split()[0]
         return None
 
+    def mode_setter(self, path: str, blob: str | None, mode: str) -> str | None:
+        """The last series commit that gave ``path`` its ``mode`` (added it so, or changed its
+        mode to it), when the series has this content and mode; else the last one that changed
+        it. A later commit that only edits the file did not set its executable bit."""
+        last = self.commit_for(path, blob, mode, added=False)
+        if last is None:
+            return None
+        log = self.git.out("log", "--format=commit %H", "--raw", "--no-abbrev", "--no-renames",
+                           self.range, "--", f":(literal){path}")
+        current: str | None = None
+        for line in log.splitlines():  # newest first
+            if line.startswith("commit "):
+                current = line[7:].strip()
+            elif line.startswith(":") and current is not None:
+                src, dst = line[1:].split(" ", 2)[:2]
+                if dst == mode and src != mode:
+                    return current
+        return last
+
 
 # ---------------------------------------------------------------- the scan
 
@@ -387,7 +406,7 @@ def _file_anomalies(who: Attributor, f: BundleFile, base: TreeEntry | None,
     if f.mode == MODE_EXEC and (base is None or base.mode != MODE_EXEC):
         what = "new executable file" if new else "executable bit newly set on"
         out.append(Anomaly(AnomalyKind.EXECUTABLE, path, f"{what} {display(path)}",
-                           who.commit_for(path, f.blob, f.mode, added=False), evidence=f.mode))
+                           who.mode_setter(path, f.blob, f.mode), evidence=f.mode))
     kind = seen.kind
     verb = "adds" if new else "changes"
     if kind == "binary":

@@ -58,3 +58,36 @@ def test_an_executable_upstream_merged_in_is_upstreams_and_the_forks_own_is_the_
     anomalies = {a["path"]: a for a in data["anomalies"]}
     assert anomalies["ci/ppc.sh"].get("inherited") is True and anomalies["ci/ppc.sh"]["commit"] is None
     assert "inherited" not in anomalies["tools/launch.sh"]
+
+
+def test_the_executable_bit_is_tied_to_the_commit_that_set_it_not_a_later_edit(tmp_path):
+    """HabanaAI/vllm-fork v1.18.0: sampler.py was made executable by one commit ("Initial
+    commit", 2ab316db) and edited by later ones; the anomaly named the last edit (401acbd24b)."""
+    up = GitRepo(tmp_path / "upstream")
+    up.commit("initial", files={"engine/__init__.py": "VERSION = '1.0'\n",
+                                "engine/sampler.py": "def sample():\n    return 1\n"})
+    up.tag("v1.0")
+    fork = GitRepo(tmp_path / "fork")
+    fork.git("fetch", "-q", str(up.path), "tag", "v1.0")
+    fork.git("checkout", "-q", "-b", "fork", "v1.0")
+    fork.write("engine/sampler.py", "def sample():\n    return 2\n", mode=0o755)
+    fork.write("tools/run.py", "print('run')\n")
+    setter = fork.commit("fork: delayed sampling", author=FORK)
+    fork.write("tools/run.py", "print('run')\n", mode=0o755)
+    chmod = fork.commit("fork: make the runner executable", author=FORK)
+    fork.write("engine/sampler.py", "def sample():\n    return 3\n", mode=0o755)
+    fork.write("tools/run.py", "print('run fast')\n", mode=0o755)
+    later = fork.commit("fork: cherry pick of a sampling fix", author=FORK)
+    archive = fork.archive(tmp_path / "fork.tar", "fork", prefix="f/")
+    data = _verify(tmp_path, {
+        "engine": {"profile": "generic", "version": "1.0"},
+        "upstream": {"repo": str(up.path), "ref": "v1.0"},
+        "patches": {"repo": str(fork.path), "ref": "fork", "model": "merge",
+                    "commits": "range"},
+        "bundle": {"path": str(archive), "strip_components": 1},
+        "scan": {"scope": "diff"},
+    })
+    by_path = {a["path"]: a for a in data["anomalies"] if a["kind"] == "executable-bit"}
+    assert set(by_path) == {"engine/sampler.py", "tools/run.py"}
+    assert by_path["engine/sampler.py"]["commit"] == setter != later
+    assert by_path["tools/run.py"]["commit"] == chmod
