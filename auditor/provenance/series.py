@@ -190,6 +190,9 @@ class UpstreamReach:
     also: tuple[str, ...]  # ``[upstream] also`` resolved, then the merged heads
     unresolved: tuple[str, ...]  # ``also`` names that resolve to no commit
     merged: MergedUpstream
+    #: a merge-based fork: how many commits of its range the ``also`` refs reach (upstream's,
+    #: left out of the listed commits; the report says so)
+    also_total: int = 0
 
 
 def upstream_reach(upstream: Git, git: Git, base: str | None, head: str | None,
@@ -202,7 +205,13 @@ def upstream_reach(upstream: Git, git: Git, base: str | None, head: str | None,
     merged = MergedUpstream((), 0)
     if merge_model and not one_repository and base and head:
         merged = merged_upstream(upstream, git, base, head, also)
-    return UpstreamReach((*also, *merged.heads), unresolved, merged)
+    also_total = 0
+    if merge_model and base and head and also:
+        rng = f"{head}\n^{base}\n"
+        also_total = (int(git.out("rev-list", "--count", "--stdin", input=rng) or 0)
+                      - int(git.out("rev-list", "--count", "--stdin",
+                                    input=rng + "".join(f"^{c}\n" for c in also)) or 0))
+    return UpstreamReach((*also, *merged.heads), unresolved, merged, also_total)
 
 
 def upstream_picks(upstream: Git, git: Git, base: str, head: str,

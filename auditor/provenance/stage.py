@@ -170,6 +170,8 @@ class VerifyStage(Stage):
             series=replace(_series_record(side.series, spec), upstream_picks=side.picks,
                            upstream_merged=refs.merged.heads,
                            upstream_merged_total=refs.merged.total,
+                           upstream_also_total=refs.also_total,
+                           upstream_also=tuple(spec.upstream.also),
                            merge_changes={k: m.paths for k, m in side.merged.items()},
                            merge_patch_ids={k: m.patch_id for k, m in side.merged.items()
                                             if m.patch_id}),
@@ -230,6 +232,7 @@ class _Refs:
     reasons: tuple[str, ...]
     also: tuple[str, ...] = ()  # [upstream] also, resolved, and the merged upstream heads
     merged: MergedUpstream = MergedUpstream((), 0)
+    also_total: int = 0  # commits of a merge-based fork's range that [upstream] also reaches
 
 
 def _resolve_refs(spec: Spec, upstream_git: ProofGit, git: ProofGit) -> _Refs:
@@ -260,7 +263,7 @@ def _resolve_refs(spec: Spec, upstream_git: ProofGit, git: ProofGit) -> _Refs:
     reasons += [f"[upstream] also: {name} does not resolve in {spec.upstream.repo}"
                 for name in reach.unresolved]
     return _Refs(base=base, ref_commit=ref_commit, head=head, reasons=tuple(reasons),
-                 also=reach.also, merged=reach.merged)
+                 also=reach.also, merged=reach.merged, also_total=reach.also_total)
 
 
 def _series_reasons(ctx: Context, side: _GitSide, policy: Policy) -> list[str]:

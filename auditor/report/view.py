@@ -460,6 +460,9 @@ def _verify_summary(d: VerifyData) -> str:
         merges = len(d.proof.series.merges)
         contains = (f"upstream {ref} (commit {short(d.upstream.commit or '')}) and {n} listed "
                     f"commit(s) ({merges} merge{'s' if merges != 1 else ''})")
+        if d.proof.series.upstream_also_total:
+            contains += (f", besides {d.proof.series.upstream_also_total} upstream commit(s) "
+                         f"that [upstream] also ({', '.join(d.proof.series.upstream_also)}) reaches")
         if d.proof.series.upstream_merged_total:
             contains += (f", besides {d.proof.series.upstream_merged_total} upstream commit(s) "
                          "that upstream's other branches or tags reach")

@@ -80,6 +80,9 @@ class SeriesRecord:
     #: that upstream's branches or tags reach and no ``also`` ref names (the newest; all of them)
     upstream_merged: tuple[str, ...] = ()
     upstream_merged_total: int = 0
+    #: a merge-based fork: the commits of its range that ``[upstream] also`` reaches (upstream's)
+    upstream_also_total: int = 0
+    upstream_also: tuple[str, ...] = ()  # the spec's [upstream] also names
 
     def to_json(self) -> dict[str, Any]:
         return {"listed": list(self.listed), "unlisted": list(self.unlisted),
@@ -92,7 +95,9 @@ class SeriesRecord:
                 "merge_changes": {k: list(v) for k, v in self.merge_changes.items()},
                 "merge_patch_ids": dict(self.merge_patch_ids),
                 "upstream_merged": list(self.upstream_merged),
-                "upstream_merged_total": self.upstream_merged_total}
+                "upstream_merged_total": self.upstream_merged_total,
+                "upstream_also_total": self.upstream_also_total,
+                "upstream_also": list(self.upstream_also)}
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> SeriesRecord:
@@ -108,7 +113,9 @@ class SeriesRecord:
                                   for k, v in obj(d.get("merge_changes", {})).items()},
                    merge_patch_ids=str_map(d.get("merge_patch_ids", {})),
                    upstream_merged=strs(d.get("upstream_merged", [])),
-                   upstream_merged_total=int(d.get("upstream_merged_total", 0)))
+                   upstream_merged_total=int(d.get("upstream_merged_total", 0)),
+                   upstream_also_total=int(d.get("upstream_also_total", 0)),
+                   upstream_also=strs(d.get("upstream_also", [])))
 
 
 @dataclass(frozen=True)

@@ -241,6 +241,14 @@ def test_upstream_commits_merged_in_from_another_release_line_are_upstreams(tmp_
     code, data, err = _run(case, "verify")
     assert data is not None and data["ok"] is True, (err, data and data["reasons"])
     assert backport not in data["series"]["listed"] and own in data["series"]["listed"]
+    # the commit `also` reaches is said apart: counted in audit.json and in the proof's sentence
+    assert data["series"]["upstream_also_total"] == 1
+    assert data["series"]["upstream_also"] == ["v1.0.1"]
+    spec_path = write_spec(tmp_path / "audit.toml", spec)
+    res = subprocess.run([sys.executable, "-m", "auditor", "audit", str(spec_path), "--out",
+                          str(tmp_path / "out")], capture_output=True, text=True, timeout=600)
+    report = (tmp_path / "out" / "report.md").read_text().replace("\\", "")
+    assert "besides 1 upstream commit(s) that [upstream] also (v1.0.1) reaches" in report, report
     code, data, err = _run(case, "scan")
     assert data is not None, err
     assert not [f for f in data["findings"] if f["path"] == "engine/usage.py"]
