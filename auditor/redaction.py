@@ -11,10 +11,23 @@ assignment position. Hex strings (git shas, sha256 digests, UUIDs) are never tak
 :func:`redact` works on one string; :func:`redact_tree` on a JSON-shaped value (every string in
 it, keys included); :func:`dump_json` is the one serialiser every JSON document goes through.
 
-Text leaves the process through one boundary: the writers (:mod:`auditor.outputs`) take only a
-:class:`Redacted` value, which :func:`redacted_text` and :func:`dump_json` make, and a report
-formatter makes from a redacted audit (:func:`from_redacted`); any other string is refused
-(:class:`UnredactedError`).
+Where text is redacted (the rule; a test in ``tests/core/test_core_redaction_boundary.py``
+fails on a call anywhere else):
+
+1. where it leaves the process: the writers (:mod:`auditor.outputs`) take only a
+   :class:`Redacted` value, which :func:`redacted_text` and :func:`dump_json` make, and a
+   formatter makes from a redacted audit (:func:`from_redacted`); any other string is refused
+   (:class:`UnredactedError`). The console has one function,
+   :func:`auditor.textsafe.console_safe`; a report, the gate and a review packet read their
+   input redacted once (:func:`auditor.report.interface.redacted`,
+   :func:`auditor.review.packets.redacted_plan`);
+2. before an operation after which redaction could no longer find the secret: cutting text to
+   a length or to some of its lines (a secret cut in half is not recognised) with :func:`cut`,
+   :func:`cut_utf8` and :func:`last_lines` (rows to cut: :func:`split_redacted`), splitting it into lines shown apart
+   (:func:`redacted_lines`), and hashing it into a fingerprint (:func:`fingerprint_input`).
+
+Nowhere else: a value kept in a result, a message or an exception is redacted when it reaches
+one of these.
 """
 
 from __future__ import annotations
@@ -24,7 +37,7 @@ import json
 import math
 import re
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache, partial
 from typing import Any
@@ -448,6 +461,65 @@ def require_redacted(text: object, what: str) -> Redacted:
         raise UnredactedError(f"{what}: refusing to write text that was not redacted "
                               f"({type(text).__name__}); pass it through redacted_text()")
     return text
+
+
+# ---------------------------------------------------------------- before a cut or a hash
+
+
+def cut(text: str, limit: int, more: str | Callable[[int], str] = "") -> str:
+    """``text`` redacted, then at most ``limit`` characters of it; when cut, ``more`` follows
+    (a string, or a function of how many characters were left out). Redacted first: a secret
+    cut in half would no longer be recognised."""
+    clean = redact(text)
+    if len(clean) <= limit:
+        return clean
+    return clean[:limit] + (more(len(clean) - limit) if callable(more) else more)
+
+
+def cut_utf8(text: str, limit: int) -> str:
+    """``text`` redacted, then its first ``limit`` bytes of UTF-8 (never half a character)."""
+    clean = redact(text)
+    data = clean.encode("utf-8", "surrogatepass")
+    if len(data) <= limit:
+        return clean
+    return data[:limit].decode("utf-8", errors="ignore")
+
+
+def last_lines(text: str, n: int) -> list[str]:
+    """The last ``n`` lines of ``text`` redacted whole (a private key whose first lines are cut
+    off would not be recognised in the lines left)."""
+    return redact(text).splitlines()[-n:] if n > 0 else []
+
+
+def split_redacted(text: str) -> list[str]:
+    """``text`` redacted whole, then split at newlines: rows to be cut one by one."""
+    return redact(text).split("\n")
+
+
+def redacted_lines(lines: Sequence[str]) -> list[str] | None:
+    """Each line redacted on its own, for showing them apart (a cut one by one); None when that
+    is not the whole text redacted (a secret spans lines, like a private key's body)."""
+    texts = [redact(line) for line in lines]
+    return texts if redact("\n".join(lines)) == "\n".join(texts) else None
+
+
+def changes_lines(lines: Sequence[str]) -> bool:
+    """Whether redacting the text of ``lines`` changes how many lines it has (a secret spanning
+    lines, replaced whole): then its lines cannot be shown one by one."""
+    from auditor.lines import split_lines
+
+    return len(split_lines(redact("\n".join(lines) + "\n"))) != len(lines)
+
+
+def fingerprint_input(text: str) -> str:
+    """What a fingerprint hashes of ``text``: the text redacted (a hash cannot be redacted later,
+    and a fingerprint should not change when only the secret in a line does)."""
+    return redact(text)
+
+
+def has_secret(text: str) -> bool:
+    """Whether redaction would change ``text``."""
+    return redact(text) != text
 
 
 def redact_tree(value: Any) -> Any:

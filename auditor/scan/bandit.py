@@ -28,6 +28,7 @@ from typing import Any, TypeVar
 from auditor import gitio
 from auditor.errors import ToolError
 from auditor.model import Category, Severity
+from auditor.redaction import cut
 from auditor.scan import banditviews
 from auditor.scan.banditwords import triggers
 from auditor.scan.interface import (
@@ -41,7 +42,6 @@ from auditor.scan.interface import (
 from auditor.scan.plan import ALL, How, Reading, ScanPlan, Why, whole_plan
 from auditor.scan.staging import shares, stage
 from auditor.scan.tools import ExternalTool, sealed_env
-from auditor.textsafe import redact
 
 #: bandit test id -> (category, name); the tests we run, every other test stays off.
 #: Findings get rule ids like the semgrep rules': ``<category>.bandit.<id>-<name>``.
@@ -202,10 +202,10 @@ class BanditScanner(ExternalTool, Scanner):
         errors: dict[str, FileError] = {}
         for err in doc.get("errors") or []:
             t = by_rel.get(posixpath.normpath(str(err.get("filename", ""))))
-            reason = " ".join(str(err.get("reason", "error")).split())[:300]
+            reason = cut(" ".join(str(err.get("reason", "error")).split()), 300)
             if t is None:
-                return all_failed(files, f"bandit: {redact(reason)}")
-            errors[t.key] = FileError(f"bandit: {redact(reason)}",
+                return all_failed(files, f"bandit: {reason}")
+            errors[t.key] = FileError(f"bandit: {reason}",
                                       lasting=reason.lower().startswith(_LASTING))
         findings: dict[str, list[RawFinding]] = {t.key: [] for t in files if t.key not in errors}
         for r in doc.get("results") or []:
@@ -222,7 +222,7 @@ class BanditScanner(ExternalTool, Scanner):
                 category=category,
                 severity=_SEVERITY.get(str(r.get("issue_severity")), Severity.MEDIUM),
                 line=line, end_line=max([line, *rng]),
-                message=redact(message)[:500],
+                message=cut(message, 500),
                 help=f"bandit {test_id} ({r.get('test_name', '')}): {r.get('more_info', '')}",
             ))
         return ScannerRun(findings={k: tuple(v) for k, v in findings.items()}, errors=errors,

@@ -42,6 +42,7 @@ from auditor.model import (
 from auditor.policy import Policy, Waiver, apply_waivers
 from auditor.provenance.blame import Blamed, line_origins, walked
 from auditor.provenance.bundlefiles import bundle_files
+from auditor.redaction import changes_lines, cut, redacted_lines, split_redacted
 from auditor.results.scan import CacheTally, ScanData
 from auditor.scan import derived as derived_mod
 from auditor.scan import docs, pool, symlinks
@@ -65,7 +66,6 @@ from auditor.scan.merge import merge_same_concern
 from auditor.scan.scope import attribute, changed_paths, read_blobs, upstream_blobs
 from auditor.scan.slicecache import slice_cache
 from auditor.scan.sources import SourceJudge, upstream_sources
-from auditor.textsafe import redact
 
 _SEVERITY_RANK = {s: n for n, s in enumerate(Severity)}  # critical first
 SNIPPET_LINES = 5
@@ -622,26 +622,26 @@ def source_context(lines: Sequence[str], line: int, end_line: int,
     the snippet alone is shown then)."""
     if line < 1 or line > len(lines):
         return ()
-    if len(split_lines(redact("\n".join(lines) + "\n"))) != len(lines):
+    if changes_lines(lines):
         return ()
     last = min(max(line, end_line), len(lines))
     shown_end = min(last, line + SNIPPET_LINES - 1)
     start = max(1, line - CONTEXT_LINES)
     stop = min(len(lines), shown_end + CONTEXT_LINES) if shown_end == last else shown_end
     raw = [lines[n - 1] for n in range(start, stop + 1)]
-    texts = [redact(r) for r in raw]  # redacted whole, then cut: no secret is cut in half
-    if redact("\n".join(raw)) != "\n".join(texts):
+    texts = redacted_lines(raw)  # redacted whole, then cut: no secret is cut in half
+    if texts is None:
         return ()
-    texts = [t if len(t) <= SNIPPET_WIDTH else t[:SNIPPET_WIDTH] + "…" for t in texts]
+    texts = [cut(t, SNIPPET_WIDTH, "…") for t in texts]
     return tuple(SourceLine(line=n, text=text, added=origins is not None and n - 1 < len(origins)
                             and origins[n - 1] is not None)
                  for n, text in zip(range(start, stop + 1), texts, strict=True))
 
 
 def _snippet(code: str) -> str:
-    rows = code.split("\n")
-    cut = [r if len(r) <= SNIPPET_WIDTH else r[:SNIPPET_WIDTH] + "…" for r in rows[:SNIPPET_LINES]]
+    rows = split_redacted(code)  # redacted whole (a private key's lines), then each row cut
+    shown = [cut(r, SNIPPET_WIDTH, "…") for r in rows[:SNIPPET_LINES]]
     if len(rows) > SNIPPET_LINES:
-        cut.append("…")
-    return redact("\n".join(cut))
+        shown.append("…")
+    return "\n".join(shown)
 

@@ -23,6 +23,7 @@ from typing import Any
 from auditor import gitio
 from auditor.errors import ToolError
 from auditor.model import Category, Severity
+from auditor.redaction import cut
 from auditor.scan import pyshim, taintviews
 from auditor.scan import rules as rules_mod
 from auditor.scan.files import FAMILIES, canonical_language
@@ -38,7 +39,6 @@ from auditor.scan.interface import (
 from auditor.scan.plan import ScanPlan, semgrep_plan, widened
 from auditor.scan.staging import shares
 from auditor.scan.tools import ExternalTool, sealed_env
-from auditor.textsafe import redact
 
 # semgrep error types that depend on the file and the rules only (worth caching)
 _LASTING_ERRORS = ("PartialParsing", "Syntax error", "Lexical error", "Other syntax error",
@@ -240,7 +240,7 @@ class SemgrepScanner(ExternalTool, Scanner):
                 continue
             kind = err.get("type")
             kind_name = str(kind[0] if isinstance(kind, list) and kind else kind)
-            message = " ".join(str(err.get("message", "")).split())[:300]
+            message = cut(" ".join(str(err.get("message", "")).split()), 300)
             paths = {err.get("path")} | {s.get("file") for s in err.get("spans") or []
                                          if isinstance(s, dict)}
             hit = [t for t in (target_of(p) for p in paths) if t is not None]
@@ -253,10 +253,10 @@ class SemgrepScanner(ExternalTool, Scanner):
                     for rel, staged_t in by_rel.items():
                         if staged_t is t:
                             shown = shown.replace(rel, t.path)
-                    errors[t.key] = FileError(f"semgrep {kind_name}: {redact(shown)}",
+                    errors[t.key] = FileError(f"semgrep {kind_name}: {shown}",
                                               lasting=kind_name in _LASTING_ERRORS, lines=lines)
             else:
-                global_error = f"semgrep {kind_name}: {redact(message)}"
+                global_error = f"semgrep {kind_name}: {message}"
         if global_error is not None:
             return all_failed(list(staged.values()), global_error)
 
@@ -288,7 +288,7 @@ class SemgrepScanner(ExternalTool, Scanner):
         end = int((r.get("end") or {}).get("line", line))
         message = " ".join(str(extra.get("message") or (meta.message if meta else rule)).split())
         return RawFinding(rule=rule, category=category, severity=severity, line=line,
-                          end_line=max(line, end), message=redact(message)[:500], help=help_text)
+                          end_line=max(line, end), message=cut(message, 500), help=help_text)
 
 
 def _with_plan(run: ScannerRun, plan: ScanPlan) -> ScannerRun:
