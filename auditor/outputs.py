@@ -220,6 +220,15 @@ def write_output_file(path: Path, text: Redacted, what: str = "--output", *,
         Path(tmp).unlink(missing_ok=True)
 
 
+def write_audit_file(path: Path, text: Redacted) -> None:
+    """Write a file of an audit folder the tool made (report.md, gate.md, a review packet, the
+    SBOM): replaced atomically, and only :class:`~auditor.redaction.Redacted` text (else
+    UnredactedError, before anything is touched), like every other writer."""
+    from auditor.fsutil import atomic_write_text
+
+    atomic_write_text(path, require_redacted(text, str(path)))
+
+
 def write_output_text(path: Path, text: Redacted, what: str = "--output") -> None:
     """:func:`write_output_file` with the permissions of the file it replaces."""
     write_output_file(path, text, what)

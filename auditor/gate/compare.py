@@ -16,7 +16,6 @@ from typing import Any, TypeVar
 from auditor.model import Action, Finding
 from auditor.results.base import JsonObject
 from auditor.results.deps import DeclarationRecord, DepsData, VulnRecord
-from auditor.textsafe import redact
 
 _RANK = {Action.INFO: 0, Action.REVIEW: 1, Action.BLOCK: 2}
 
@@ -83,11 +82,11 @@ class DepsDiff:
 def decl_text(d: DeclarationRecord) -> str:
     """``name version (file)``: how a declaration is shown, and what identifies it here."""
     text = f"{d.name} {d.pin or d.specifier}".strip()
-    return redact(f"{text} ({d.file})" if d.file else text)
+    return f"{text} ({d.file})" if d.file else text
 
 
 def _change_key(c: JsonObject) -> str:
-    return redact(str(c.get("name", "")))
+    return str(c.get("name", ""))
 
 
 def _vuln_key(v: VulnRecord) -> str:

@@ -1,8 +1,9 @@
 """The gate's outputs: gate.md (a pull-request comment), gate.json, and the range-diff on stderr.
 
-Like the reports, every untrusted string (subjects, paths, messages) is redacted and escaped for
-its target: Markdown via :func:`auditor.report.markdown.md`, the terminal via
-:func:`auditor.report.console.safe`.
+A gate result is made of the two audits redacted (:func:`~auditor.gate.result.decide`), so
+like the reports every untrusted string (subjects, paths, messages) is only escaped for its
+target: Markdown via :func:`auditor.report.markdown.md`, the terminal via
+:func:`auditor.report.console.safe` (which redacts too: the console's one boundary).
 """
 
 from __future__ import annotations
@@ -16,16 +17,17 @@ from auditor.gate.compare import DepsDiff, decl_text
 from auditor.gate.match import CommitMatch, MatchKind, counts
 from auditor.gate.result import GateResult
 from auditor.model import Finding
+from auditor.redaction import Redacted, from_redacted
 from auditor.report.console import finding_line, safe
 from auditor.report.markdown import VERDICT_MARK, code, finding_row, md, table
 from auditor.report.view import clean_finding, short, vulnerabilities
-from auditor.textsafe import dump_json, redact
+from auditor.textsafe import dump_json
 
 _COLOUR = {MatchKind.UNCHANGED: "green", MatchKind.CHANGED: "yellow", MatchKind.ADDED: "cyan",
            MatchKind.DROPPED: "red"}
 
 
-def gate_json(g: GateResult) -> str:
+def gate_json(g: GateResult) -> Redacted:
     return dump_json(g.to_json())
 
 
@@ -85,7 +87,12 @@ def _findings_of(g: GateResult, m: CommitMatch) -> tuple[list[Finding], list[Fin
     return new, carried
 
 
-def gate_markdown(g: GateResult) -> str:
+def gate_markdown(g: GateResult) -> Redacted:
+    """gate.md, made of the gate result's values (of the two audits redacted by :func:`decide`)."""
+    return from_redacted(_gate_markdown(g))
+
+
+def _gate_markdown(g: GateResult) -> str:
     out = [f"# {VERDICT_MARK[g.verdict]} Upgrade gate: **{g.verdict.value}**", ""]
     b = g.to_json()["baseline"]
     a = g.to_json()["audit"]
@@ -167,7 +174,7 @@ def _deps_section(d: DepsDiff) -> list[str]:
         return out
     for label, items in (("added", [decl_text(x) for x in d.added]),
                          ("removed", [decl_text(x) for x in d.removed]),
-                         ("changed", [redact(str(c.get("name", ""))) for c in d.changed])):
+                         ("changed", [str(c.get("name", "")) for c in d.changed])):
         out.append(f"- newly {label}: " + (", ".join(md(x) for x in items) or "none"))
     vulns = vulnerabilities(d.vulnerabilities)
     if vulns:

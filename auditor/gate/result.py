@@ -16,6 +16,7 @@ from auditor.gate.carry import CarriedReasons, carry_reasons, without_carried
 from auditor.gate.compare import DepsDiff, FindingDiff, compare_deps, compare_findings
 from auditor.gate.match import CommitMatch, counts, entries, left_out, match_series
 from auditor.model import AuditResult, StageStatus, Verdict, compute_verdict
+from auditor.report.interface import redacted
 from auditor.report.view import as_map, clean_finding
 from auditor.results.deps import DepsData
 from auditor.results.verify import VerifyData
@@ -89,8 +90,12 @@ def _summary(audit: AuditResult) -> dict[str, Any]:
 
 
 def decide(baseline: AuditResult, audit: AuditResult, *, baseline_path: str = "") -> GateResult:
+    """The gate of ``audit`` against ``baseline``, both redacted first (the one pass, as a
+    report's): a saved baseline holds its text redacted, so the fresh audit is compared as it
+    will be saved, and everything the gate shows comes from redacted values."""
     from auditor.review.carry import carry_review
 
+    baseline, audit = redacted(baseline), redacted(audit)
     audit, carry = carry_review(baseline, audit)  # sign-offs of unchanged hunks still count
     old_series = entries(_verify(baseline))
     new_series = entries(_verify(audit))

@@ -16,6 +16,7 @@ from auditor.gate.baseline import check_fits, load_baseline
 from auditor.gate.render import gate_json, gate_markdown, print_gate
 from auditor.gate.result import GateResult, decide
 from auditor.model import exit_code_for
+from auditor.outputs import write_audit_file
 from auditor.spec import Spec
 from auditor.stage import Options, stderr_console
 from auditor.textsafe import console_safe
@@ -24,9 +25,7 @@ from auditor.textsafe import console_safe
 def write_gate(g: GateResult, out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     for name, text in (("gate.json", gate_json(g)), ("gate.md", gate_markdown(g))):
-        tmp = out / f".{name}.tmp"
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(out / name)
+        write_audit_file(out / name, text)
 
 
 def run_gate(spec: Spec, baseline: Path, out: Path, options: Options, as_json: bool,

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from auditor.model import STAGES, AuditResult, Verdict, compute_verdict
-from auditor.redaction import require_redacted
+from auditor.outputs import write_audit_file
 from auditor.report.formats import ReportFormat, formatter_for
 from auditor.report.interface import Formatter, RedactedAudit, redacted
 
@@ -59,8 +59,7 @@ def write_reports(audit: AuditResult, out_dir: Path, ctx: Context | None = None)
     """report.md, report.html and findings.sarif into ``out_dir``, made from the redacted audit."""
     clean = redacted(audit)
     for fmt in formatters():
-        text = require_redacted(fmt.render(clean), fmt.filename)
-        (out_dir / fmt.filename).write_text(text, encoding="utf-8")
+        write_audit_file(out_dir / fmt.filename, fmt.render(clean))
 
 
 def load_audit(path: Path) -> AuditResult:

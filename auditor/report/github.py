@@ -22,7 +22,7 @@ from auditor.redaction import Redacted, from_redacted
 from auditor.report.interface import Formatter, RedactedAudit
 from auditor.report.markdown import render_view
 from auditor.report.view import UnsignedArea, build_view, origin_words
-from auditor.textsafe import document_safe, redact
+from auditor.textsafe import document_safe
 
 COMMAND = {Action.BLOCK: "error", Action.REVIEW: "warning", Action.INFO: "notice"}
 #: annotations of one level GitHub shows per step
@@ -34,7 +34,7 @@ VERDICT_COMMAND = {Verdict.PASS: "notice", Verdict.REVIEW: "warning", Verdict.FA
 
 
 def escape_data(text: str) -> str:
-    out = document_safe(redact(text))
+    out = document_safe(text)  # of the view, which is of the redacted audit
     return out.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
 
 

@@ -43,12 +43,13 @@ from auditor.report.view import (
     stats_text,
     vulnerabilities,
 )
-from auditor.textsafe import document_safe, redact
+from auditor.textsafe import document_safe
 
 
 def _t(value: Any) -> str:
-    """Untrusted text, redacted and with control bytes visible (autoescape does the HTML)."""
-    return document_safe(redact(as_text(value)))
+    """Untrusted text (of the redacted audit) with control bytes visible (autoescape does the
+    HTML)."""
+    return document_safe(as_text(value))
 
 
 @dataclass(frozen=True)

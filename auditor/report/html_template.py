@@ -2,7 +2,7 @@
 the code that fills them, rather than as package data).
 
 Only ``STYLE`` and ``SCRIPT`` (constants of this module) are inserted unescaped; every other value
-goes through autoescape, and untrusted text through the ``t`` filter (redact + control bytes).
+goes through autoescape, and untrusted text (of the redacted audit) through the ``t`` filter (control bytes).
 """
 
 from __future__ import annotations

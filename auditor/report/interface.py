@@ -16,7 +16,7 @@ import dataclasses
 from abc import ABC, abstractmethod
 from typing import ClassVar
 
-from auditor.model import AuditResult
+from auditor.model import AuditResult, StageResult
 from auditor.redaction import Redacted, from_redacted, redact_tree
 
 
@@ -24,6 +24,12 @@ from auditor.redaction import Redacted, from_redacted, redact_tree
 class RedactedAudit(AuditResult):
     """An :class:`~auditor.model.AuditResult` every string of which was redacted (made only by
     :func:`redacted`)."""
+
+
+def redacted_stage(result: StageResult) -> StageResult:
+    """One stage's result with every string in it redacted: what a document of one stage
+    (``auditor scan --sarif``) is made from, as a report is made from :func:`redacted`."""
+    return StageResult.from_json(result.name, redact_tree(result.to_json()))
 
 
 def redacted(audit: AuditResult) -> RedactedAudit:

@@ -35,7 +35,7 @@ from auditor.report.view import (
     vulnerabilities,
 )
 from auditor.results.deps import DepsData
-from auditor.textsafe import document_safe, markdown_safe, redact
+from auditor.textsafe import document_safe, markdown_safe
 
 #: a PR comment holds 65,536 characters: long tables are cut and point at report.html
 MAX_ROWS = 60
@@ -53,15 +53,15 @@ _WWW = re.compile(r"(?i)\b(www)(\.)")
 
 
 def md(text: Any) -> str:
-    """Untrusted text as inert inline Markdown (redacted, escaped, one line). URL schemes and
+    """Untrusted (already redacted) text as inert inline Markdown (escaped, one line). URL schemes and
     ``www.`` get an escaped ``:``/``.`` so that GitHub's autolinker makes no link of them."""
-    out = markdown_safe(redact(as_text(text)))
+    out = markdown_safe(as_text(text))
     return _WWW.sub(r"\1\\\2", _AUTOLINK.sub(r"\1\\\2", out))
 
 
 def code(text: Any) -> str:
     """A short identifier (sha, tree, ref) as inline code: no backticks, pipes or control bytes."""
-    value = document_safe(redact(as_text(text))).replace("\r", " ").replace("\n", " ")
+    value = document_safe(as_text(text)).replace("\r", " ").replace("\n", " ")
     value = value.replace("`", "'").replace("|", "\\|")
     return f"`{value}`" if value.strip() else "—"
 

@@ -23,7 +23,7 @@ from urllib.parse import quote
 from auditor.model import Action, AuditResult, Category, Finding, Severity, StageResult, StageStatus
 from auditor.outputs import write_output_file
 from auditor.redaction import Redacted, from_redacted
-from auditor.report.interface import Formatter, RedactedAudit
+from auditor.report.interface import Formatter, RedactedAudit, redacted_stage
 from auditor.report.view import (
     UnreviewedHunk,
     UnsignedArea,
@@ -32,7 +32,7 @@ from auditor.report.view import (
     unsigned_areas,
 )
 from auditor.rules_doc import HOMEPAGE
-from auditor.textsafe import document_safe, dump_json, redact
+from auditor.textsafe import document_safe, dump_json
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 FINGERPRINT_KEY = "auditorFingerprint/v1"
@@ -74,8 +74,9 @@ CATEGORY_HELP: Mapping[Category, str] = {
 
 
 def sarif_text(text: str) -> str:
-    """Plain SARIF message text: redacted, no control bytes, no embedded links (§3.11.6)."""
-    out = document_safe(redact(text))
+    """Plain SARIF message text (of a redacted audit): no control bytes, no embedded links
+    (§3.11.6)."""
+    out = document_safe(text)
     return out.replace("\\", "\\\\").replace("[", "\\[").replace("]", "\\]")
 
 
@@ -244,6 +245,7 @@ def write_stage_sarif(result: StageResult, path: Path) -> None:
     """``auditor scan --sarif FILE``: one stage's findings; ``-`` writes to stdout."""
     from auditor import __version__
 
+    result = redacted_stage(result)  # the one pass, as a report's redacted(audit)
     text = dumps(sarif_document(result.findings, tool_version=__version__,
                                 not_checked=_stage_not_checked([result])))
     if str(path) == "-":

@@ -25,6 +25,7 @@ from auditor.model import (
     StageStatus,
     Verdict,
 )
+from auditor.redaction import cut
 from auditor.report.interface import redacted
 from auditor.results.base import StageData
 from auditor.results.build import BuildData, ModuleRecord
@@ -34,7 +35,6 @@ from auditor.results.sbom import SbomData
 from auditor.results.scan import ScanData
 from auditor.results.unit import UnitData
 from auditor.results.verify import VerifyData
-from auditor.textsafe import redact
 
 ACTIONS: tuple[Action, ...] = (Action.BLOCK, Action.REVIEW, Action.INFO)
 
@@ -70,10 +70,9 @@ CONTEXT_MAX = 20  # lines of a finding's context (the scan records at most 5 + 2
 
 
 def capped(text: str, limit: int) -> str:
-    """``text`` cut to ``limit`` characters, saying how much was left out."""
-    if len(text) <= limit:
-        return text
-    return f"{text[:limit]}… [{len(text) - limit} more characters in audit.json]"
+    """``text`` cut to ``limit`` characters, saying how much was left out; redacted before it
+    is cut (:func:`~auditor.redaction.cut`: a secret cut in half is no longer recognised)."""
+    return cut(text, limit, lambda n: f"… [{n} more characters in audit.json]")
 
 
 def shown_finding(f: Finding) -> Finding:
@@ -87,15 +86,9 @@ def shown_finding(f: Finding) -> Finding:
 
 
 def clean_finding(f: Finding) -> Finding:
-    """:func:`shown_finding` of a finding not yet redacted (the gate's and the pipeline's): every
-    free-text field passed through :func:`~auditor.textsafe.redact` first."""
-    return replace(f, message=capped(redact(f.message), MESSAGE_MAX),
-                   snippet=capped(redact(f.snippet), SNIPPET_MAX),
-                   path=capped(redact(f.path), PATH_MAX), rule=capped(f.rule, SUBJECT_MAX),
-                   waiver=capped(redact(f.waiver), MESSAGE_MAX) if f.waiver else f.waiver,
-                   help=capped(redact(f.help), MESSAGE_MAX),
-                   context=tuple(replace(c, text=capped(redact(c.text), SUBJECT_MAX))
-                                 for c in f.context[:CONTEXT_MAX]))
+    """:func:`shown_finding` of a finding not yet redacted (the pipeline's, as a stage gives
+    it): the same, since :func:`capped` redacts each field before it cuts it."""
+    return shown_finding(f)
 
 
 def finding_state(f: Finding) -> str:
@@ -705,10 +698,9 @@ class Vuln:
 
 
 def vulnerabilities(records: Sequence[VulnRecord]) -> tuple[Vuln, ...]:
-    """The vulnerabilities as table rows (redacted here: the gate shows its own, unredacted)."""
-    return tuple(Vuln(id=redact(v.id), aliases=redact(", ".join(v.aliases)),
-                      package=redact(v.package), version=redact(v.version),
-                      fixed=redact(", ".join(v.fixed)), severity=redact(as_text(v.severity)))
+    """The vulnerabilities (of a redacted audit or gate result) as table rows."""
+    return tuple(Vuln(id=v.id, aliases=", ".join(v.aliases), package=v.package, version=v.version,
+                      fixed=", ".join(v.fixed), severity=as_text(v.severity))
                  for v in records)
 
 
