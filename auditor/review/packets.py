@@ -2,26 +2,28 @@
 
 A packet holds, area by area, the area's checklist and then each hunk: where it is, the commit and
 its subject, the findings on it (from a scan of the series, when one ran), and the hunk's lines with
-their context. Everything from the series (paths, subjects, code, messages) is untrusted: it is
-redacted and escaped here — in Markdown, code goes in a fence longer than any backtick run inside it;
+their context. Everything from the series (paths, subjects, code, messages) is untrusted: a packet
+is made of the plan and findings redacted once (:func:`redacted_plan`, the packets' boundary, as
+:func:`auditor.report.interface.redacted` is the reports'), then escaped here — in Markdown, code goes in a fence longer than any backtick run inside it;
 in HTML, every value is escaped and the page loads nothing.
 """
 
 from __future__ import annotations
 
 import html
-import json
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from auditor.model import Finding
+from auditor.model import Finding, SeriesCommit
+from auditor.outputs import write_audit_file
+from auditor.redaction import Redacted, dump_json, from_redacted, redact, redact_tree
 from auditor.report.markdown import code as md_code
 from auditor.report.markdown import md
 from auditor.review.hunks import Hunk
 from auditor.review.plan import Packet, Plan
-from auditor.textsafe import html_safe, redact, terminal_safe
+from auditor.textsafe import html_safe, terminal_safe
 
 _BACKTICKS = re.compile(r"`+")
 SHORT = 200  # characters of a not-checked reason shown on a hunk
@@ -80,18 +82,46 @@ def write_packets(plan: Plan, out: Path, findings: Findings, spec_name: str) -> 
         for ext, text in (("md", packet_markdown(plan, p, findings, spec_name)),
                           ("html", packet_html(plan, p, findings, spec_name))):
             target = out / f"{file_stem(p.reviewer)}.{ext}"
-            _write(target, text)
+            write_audit_file(target, text)
             written.append(target)
     target = out / "plan.json"
-    _write(target, json.dumps(plan.to_json(), indent=2, ensure_ascii=False) + "\n")
+    write_audit_file(target, dump_json(plan.to_json()))
     written.append(target)
     return written
 
 
-def _write(target: Path, text: str) -> None:
-    tmp = target.with_name(f".{target.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(target)
+@dataclass(frozen=True)
+class RedactedPacket:
+    """What one packet is made of, every untrusted string in it redacted (:func:`redacted_plan`)."""
+
+    plan: Plan
+    packet: Packet
+    findings: Findings
+
+
+def redacted_plan(plan: Plan, p: Packet, findings: Findings) -> RedactedPacket:
+    """The plan, the packet and the findings with every string from the series redacted: the one
+    pass a packet is made from (before it is escaped, after which a secret is no longer
+    recognised). Ids and digests stay: they are hex."""
+    def hunk(h: Hunk) -> Hunk:
+        return replace(h, path=redact(h.path), header=redact(h.header), text=redact(h.text))
+
+    def finding(f: Finding) -> Finding:
+        return Finding.from_json(redact_tree(f.to_json()))
+
+    series = replace(plan.series,
+                     commits=tuple(SeriesCommit.from_json(redact_tree(c.to_json()))
+                                   for c in plan.series.commits),
+                     hunks=tuple(hunk(h) for h in plan.series.hunks),
+                     warnings=tuple(redact(w) for w in plan.series.warnings))
+    packets = tuple(replace(q, reviewer=redact(q.reviewer), hunks=tuple(hunk(h) for h in q.hunks))
+                    for q in plan.packets)
+    clean = Findings(by_hunk={k: tuple(finding(f) for f in v) for k, v in findings.by_hunk.items()},
+                     source=redact(findings.source),
+                     unchecked={k: redact(v) for k, v in findings.unchecked.items()})
+    return RedactedPacket(replace(plan, series=series, packets=packets),
+                          replace(p, reviewer=redact(p.reviewer), hunks=tuple(hunk(h) for h in p.hunks)),
+                          clean)
 
 
 def _groups(plan: Plan, p: Packet) -> list[tuple[str, str, tuple[str, ...], list[Hunk]]]:
@@ -104,16 +134,16 @@ def _groups(plan: Plan, p: Packet) -> list[tuple[str, str, tuple[str, ...], list
 
 
 def _body(h: Hunk) -> str:
-    """The hunk's lines, redacted, each line escaped on its own (newlines stay line breaks; a CR,
-    an ESC or a line separator inside a line is shown as an escape)."""
+    """The hunk's lines (redacted), each line escaped on its own (newlines stay line breaks; a
+    CR, an ESC or a line separator inside a line is shown as an escape)."""
     if not h.text:
         return ""
-    return "\n".join(terminal_safe(line) for line in redact(h.text).split("\n"))
+    return "\n".join(terminal_safe(line) for line in h.text.split("\n"))
 
 
 def _header(h: Hunk) -> str:
     """The ``@@`` line: its function context is text from the file, so escaped like the body."""
-    return terminal_safe(redact(h.header))
+    return terminal_safe(h.header)
 
 
 def _repeat(h: Hunk) -> str:
@@ -134,7 +164,13 @@ def fence(text: str) -> str:
     return "`" * max(3, longest + 1)
 
 
-def packet_markdown(plan: Plan, p: Packet, findings: Findings, spec_name: str) -> str:
+def packet_markdown(plan: Plan, p: Packet, findings: Findings, spec_name: str) -> Redacted:
+    """The packet in Markdown, made from :func:`redacted_plan`."""
+    clean = redacted_plan(plan, p, findings)
+    return from_redacted(_packet_markdown(clean.plan, clean.packet, clean.findings, spec_name))
+
+
+def _packet_markdown(plan: Plan, p: Packet, findings: Findings, spec_name: str) -> str:
     out = [f"# Review packet: {md(p.reviewer)}", ""]
     out.append(f"{len(p.hunks)} hunk(s), {p.lines} changed line(s) of {plan.lines_total} in the "
                f"series; areas: {', '.join(md(a) for a in p.areas) or 'none'}.")
@@ -198,10 +234,16 @@ pre{background:#f6f8fa;padding:.6em;overflow-x:auto;border:1px solid #ddd}
 
 
 def _h(value: object) -> str:
-    return html_safe(redact(str(value)))
+    return html_safe(str(value))
 
 
-def packet_html(plan: Plan, p: Packet, findings: Findings, spec_name: str) -> str:
+def packet_html(plan: Plan, p: Packet, findings: Findings, spec_name: str) -> Redacted:
+    """The packet as a self-contained HTML page, made from :func:`redacted_plan`."""
+    clean = redacted_plan(plan, p, findings)
+    return from_redacted(_packet_html(clean.plan, clean.packet, clean.findings, spec_name))
+
+
+def _packet_html(plan: Plan, p: Packet, findings: Findings, spec_name: str) -> str:
     out = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
            '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
            'style-src \'unsafe-inline\'">',

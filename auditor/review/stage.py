@@ -13,7 +13,6 @@ finding to review (``review.unsigned.<area>``), so the verdict's reasons count t
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 
 from auditor.errors import InputError
 from auditor.fsutil import relative_path
@@ -33,7 +32,6 @@ from auditor.review.series import series_of_workspace
 from auditor.review.signoffs import ReviewVerdict, SignOff, load_signoffs
 from auditor.spec import Spec
 from auditor.stage import Context, Stage
-from auditor.textsafe import redact
 
 IDS_IN_MESSAGE = 8
 
@@ -69,7 +67,7 @@ def review_result(cov: Coverage, *, required: bool, file: str) -> StageResult:
     data = ReviewData(required=required, file=file,
                       coverage={k: summary[k] for k in COVERAGE_KEYS},
                       summary=str(summary["summary"]), areas=tuple(cov.areas), hunks=cov.hunks,
-                      signoffs=tuple(replace(s, note=redact(s.note)) for s in cov.counted))
+                      signoffs=tuple(cov.counted))
     return StageResult("review", StageStatus.OK, data,
                        findings=tuple(review_findings(cov, required)))
 
