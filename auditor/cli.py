@@ -163,7 +163,7 @@ def series(
     output: Annotated[Path | None, typer.Option("-o", "--output", help="the commits file "
                                                 "(default: standard output)")] = None,
 ) -> None:
-    from auditor.outputs import write_output_text
+    from auditor.outputs import write_output_text, write_stdout
     from auditor.provenance.seriesfile import series_text
     from auditor.redaction import redacted_text
 
@@ -174,7 +174,7 @@ def series(
             rng = f"{loaded.upstream.commit or loaded.upstream.ref}..{loaded.patches.ref}"
         text = series_text(loaded, rng, model or loaded.patches.model)
         if output is None:
-            sys.stdout.write(text)
+            write_stdout(redacted_text(text))
         else:
             write_output_text(output, redacted_text(text))
     except AuditError as exc:

@@ -229,6 +229,15 @@ def write_audit_file(path: Path, text: Redacted) -> None:
     atomic_write_text(path, require_redacted(text, str(path)))
 
 
+def write_stdout(text: Redacted, what: str = "standard output") -> None:
+    """Write requested output to standard output (``-``): only
+    :class:`~auditor.redaction.Redacted` text, like the file writers."""
+    import sys
+
+    sys.stdout.write(require_redacted(text, what))
+    sys.stdout.flush()
+
+
 def write_output_text(path: Path, text: Redacted, what: str = "--output") -> None:
     """:func:`write_output_file` with the permissions of the file it replaces."""
     write_output_file(path, text, what)

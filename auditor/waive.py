@@ -24,8 +24,7 @@ from pathlib import Path
 from auditor.errors import InputError
 from auditor.model import AuditResult, Finding
 from auditor.policy import EXPIRED_RULE, UNUSED_RULE
-from auditor.redaction import redacted_text
-from auditor.textsafe import redact
+from auditor.redaction import cut, redacted_text
 
 MIN_PREFIX = 8
 _GLOB = re.compile(r"([*?\[])")
@@ -95,9 +94,8 @@ def _toml_string(text: str) -> str:
 
 
 def _comment(text: str) -> str:
-    one = " ".join(redact(text).split())
-    one = "".join(c if c.isprintable() else "?" for c in one)
-    return one if len(one) <= _COMMENT_MAX else one[:_COMMENT_MAX - 1] + "…"
+    one = cut(" ".join(text.split()), _COMMENT_MAX - 1, "…")  # redacted, then cut
+    return "".join(c if c.isprintable() else "?" for c in one)
 
 
 def stanza(f: Finding, req: WaiverRequest) -> str:

@@ -25,7 +25,6 @@ from auditor.model import BundleFile
 from auditor.provenance.bundlefiles import BundleFiles
 from auditor.provenance.gitview import ProofGit
 from auditor.provenance.treehash import MODE_GITLINK
-from auditor.textsafe import redact
 
 DIFF_MAX_BYTES = 64 * 1024
 DIFF_MAX_LINES = 60
@@ -172,7 +171,7 @@ def unified_diff(path: str, old: bytes, new: bytes) -> str | None:
     if len(lines) > DIFF_MAX_LINES:
         lines = lines[:DIFF_MAX_LINES] + [f"… {len(lines) - DIFF_MAX_LINES} more diff lines\n"]
     text = "".join(ln if ln.endswith("\n") else ln + "\n" for ln in lines)
-    return redact(text)
+    return text  # redacted where it leaves (audit.json, the reports' redacted audit)
 
 
 def _read_bundle(files: BundleFiles, f: BundleFile) -> bytes:

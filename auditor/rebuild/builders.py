@@ -28,7 +28,7 @@ from auditor.rebuild.globs import matches
 from auditor.rebuild.recipe import BuilderKind, CMakeRecipe, ModuleRecipe, NvccRecipe
 from auditor.rebuild.sandbox import Sandbox, Unsandboxed
 from auditor.rebuild.toolchain import Toolchain
-from auditor.textsafe import redact
+from auditor.redaction import last_lines
 
 _T = TypeVar("_T")
 
@@ -160,15 +160,15 @@ class ModuleBuilder(ABC):
         if wanted:
             raise BuildFailed(
                 f"module {req.module.name}: the build tried to download "
-                + redact("; ".join(wanted))
+                + "; ".join(wanted)
                 + " (builds are network-less and CMake is fully disconnected: give the "
                   f"dependency as a local folder, [modules.{req.module.name}.cmake.fetchcontent])")
         if res.returncode != 0:
-            tail = (res.stderr.strip() or res.stdout.strip()).splitlines()[-6:]
+            tail = last_lines(res.stderr.strip() or res.stdout.strip(), 6)  # redacted, then cut
             raise BuildFailed(
                 f"module {req.module.name}: `{shlex.join(cmd.argv[:2])} …` failed with exit code "
                 f"{res.returncode} inside the {sandbox.kind} sandbox"
-                + (": " + redact(" | ".join(line.strip() for line in tail)) if tail else ""))
+                + (": " + " | ".join(line.strip() for line in tail) if tail else ""))
 
 
 class NvccBuilder(ModuleBuilder):

@@ -65,6 +65,7 @@ from auditor.bundledigest import BundleDigest
 from auditor.errors import ToolError
 from auditor.model import SeriesCommit, Workspace
 from auditor.policy import Justification, VexStatus
+from auditor.redaction import Redacted
 from auditor.results.deps import Kind
 from auditor.sbom import formats
 from auditor.sbom.arrived import ArrivedCommit, split_pedigree
@@ -73,7 +74,7 @@ from auditor.sbom.engine import EngineIdentity
 from auditor.sbom.inputs import BuildInfo, DepsInfo, Module, sha256_or_none
 from auditor.sbom.locator import Locator
 from auditor.sbom.vex import Basis, VexJudgement
-from auditor.textsafe import dump_json, redact
+from auditor.textsafe import dump_json
 
 #: the serial of a reproducible SBOM is uuid5(SERIAL_NAMESPACE, sha256 of the content)
 SERIAL_NAMESPACE = uuid.UUID("6f0d5d2e-3a58-5b8e-9c3e-1f5a0a6b7c21")
@@ -115,7 +116,7 @@ class SbomFacts:
 
 @dataclass(frozen=True)
 class SbomDocument:
-    text: str
+    text: Redacted
     serial: str
     components: int
     commits: int
@@ -256,7 +257,7 @@ def _commit(c: SeriesCommit) -> Commit:
         uid=c.sha,
         author=_person(c.author_date, c.author_name, c.author_email),
         committer=_person(c.committer_date, c.committer_name, c.committer_email),
-        message=redact(c.message) or c.subject or "(no message)")
+        message=c.message or c.subject or "(no message)")  # redacted by _dump
 
 
 def _patch(d: CommitDiff) -> Patch:
@@ -384,7 +385,7 @@ def _vulnerabilities(f: SbomFacts, by_name: Mapping[str, list[str]]) -> list[Vul
         analysis = _analysis(judgement) if judgement is not None else None
         out.append(Vulnerability(
             bom_ref=f"auditor:vuln:{i}:{v.id}", id=v.id, source=source,
-            description=redact(v.summary) if v.summary else None,
+            description=v.summary or None,
             references=[VulnerabilityReference(id=a, source=VulnerabilitySource(name="alias"))
                         for a in v.aliases],
             ratings=[VulnerabilityRating(severity=severity)],
@@ -422,7 +423,7 @@ def _analysis(j: VexJudgement) -> VulnerabilityAnalysis:
     return VulnerabilityAnalysis(
         state=_STATES[j.status],
         justification=_JUSTIFICATIONS.get(j.justification) if j.justification else None,
-        responses=responses or None, detail=redact(j.detail))
+        responses=responses or None, detail=j.detail)
 
 
 def _vex_props(j: VexJudgement | None) -> list[tuple[str, Any]]:
@@ -592,7 +593,7 @@ def _ordered(doc: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _dump(doc: Mapping[str, Any]) -> str:
+def _dump(doc: Mapping[str, Any]) -> Redacted:
     return dump_json(doc)  # the one JSON writer: every string in the document redacted
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from auditor import redaction
 from auditor.fsutil import JsonStore
 from auditor.gitio import Git
-from auditor.textsafe import redact
+from auditor.redaction import cut_utf8, has_secret
 
 #: bytes of each diff kept in the SBOM (the digest always covers the full diff)
 DIFF_CAP = 64 * 1024
@@ -39,11 +39,8 @@ def commit_diff(git: Git, sha: str, cap: int = DIFF_CAP) -> CommitDiff:
                   text=False).stdout
     data = raw if isinstance(raw, bytes) else raw.encode()
     digest = hashlib.sha256(data).hexdigest()
-    kept = data[:cap]
-    body = kept.decode("utf-8", errors="replace")
-    if len(data) > cap and body.endswith("\ufffd"):
-        body = body.rstrip("\ufffd")  # a multi-byte character cut at the cap
-    safe = redact(body)
+    whole = data.decode("utf-8", errors="replace")
+    safe = cut_utf8(whole, cap)  # redacted whole, then cut: no secret is cut in half at the cap
     # mbox-style headers (what `git format-patch` starts with; `git apply` skips them)
     text = (f"From {sha} Mon Sep 17 00:00:00 2001\n"
             f"X-Diff-SHA256: {digest}\nX-Diff-Size: {len(data)}\n\n{safe}")
@@ -52,7 +49,7 @@ def commit_diff(git: Git, sha: str, cap: int = DIFF_CAP) -> CommitDiff:
         text += (f"\n[auditor: diff truncated to {cap} of {len(data)} bytes; "
                  f"sha256 of the full diff {digest}]\n")
     return CommitDiff(sha=sha, sha256=digest, size=len(data), text=text, truncated=truncated,
-                      redacted=safe != body)
+                      redacted=has_secret(whole))
 
 
 DIFF_CACHE_SCHEMA = "auditor/diff-cache/v1"

@@ -28,9 +28,10 @@ from auditor import jsonschemas
 from auditor.bundledigest import BundleDigest
 from auditor.errors import InputError, ToolError
 from auditor.model import Workspace
+from auditor.redaction import Redacted
 from auditor.sbom.inputs import BuildInfo, sha256_or_none
 from auditor.sbom.locator import Locator
-from auditor.textsafe import dump_json, redact
+from auditor.textsafe import dump_json
 
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
 PREDICATE_TYPE = "https://slsa.dev/provenance/v1"
@@ -142,7 +143,7 @@ def configured_builder_id(environ: Mapping[str, str] | None = None) -> str:
 
 @dataclass(frozen=True)
 class ProvenanceDocument:
-    text: str
+    text: Redacted
     subject: str
     digest: str
 
@@ -265,7 +266,7 @@ def _resolved(f: ProvenanceFacts) -> list[dict[str, Any]]:
     resolved: list[dict[str, Any]] = [_git_dependency(
         "upstream", f.upstream_locator, ws.upstream_commit, {"ref": f.upstream_ref})]
     for i, c in enumerate(ws.commits, 1):
-        annotations: dict[str, Any] = {"position": i, "subject": redact(c.subject)}
+        annotations: dict[str, Any] = {"position": i, "subject": c.subject}
         if c.patch_id:
             annotations["patchId"] = c.patch_id
         if c.sha in ws.upstream_picks:
@@ -306,7 +307,7 @@ def _git_dependency(name: str, loc: Locator, commit: str, annotations: Mapping[s
     return item
 
 
-def _dump(doc: Mapping[str, Any]) -> str:
+def _dump(doc: Mapping[str, Any]) -> Redacted:
     return dump_json(doc)  # the one JSON writer: every string in the document redacted
 
 

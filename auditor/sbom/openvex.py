@@ -30,8 +30,9 @@ from auditor import jsonschemas
 from auditor.bundledigest import BundleDigest
 from auditor.errors import ToolError
 from auditor.policy import VexStatus
+from auditor.redaction import Redacted
 from auditor.sbom.vex import VexJudgement
-from auditor.textsafe import dump_json, redact
+from auditor.textsafe import dump_json
 
 CONTEXT = "https://openvex.dev/ns/v0.2.0"
 VEX_FILE = "vex.openvex.json"
@@ -122,7 +123,7 @@ class Product:
 
 @dataclass(frozen=True)
 class VexDocument:
-    text: str
+    text: Redacted
     id: str
     statements: int
     counts: Mapping[str, int]  # by status
@@ -158,7 +159,7 @@ def _statement(j: VexJudgement, product: Product) -> dict[str, Any]:
     if v.aliases:
         vulnerability["aliases"] = list(v.aliases)
     if v.summary:
-        vulnerability["description"] = redact(v.summary)
+        vulnerability["description"] = v.summary  # redacted by dump_json
     sub = _package_purl(j)
     prod: dict[str, Any] = {"@id": product.purl, "identifiers": {"purl": product.purl}}
     if product.sha256:

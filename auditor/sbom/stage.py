@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import re
-import sys
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -20,10 +19,10 @@ from auditor import __version__
 from auditor.background import Work
 from auditor.bundledigest import bundle_digest, spec_relative
 from auditor.errors import InputError, ToolError
-from auditor.fsutil import atomic_write_text, sha256_file
+from auditor.fsutil import sha256_file
 from auditor.gitio import Git
 from auditor.model import STAGES, StageResult, StageStatus, Workspace, compute_verdict, status_for
-from auditor.outputs import check_output_file, write_output_file
+from auditor.outputs import check_output_file, write_audit_file, write_output_file, write_stdout
 from auditor.policy import waivers_of
 from auditor.provenance.gitstate import git_settings
 from auditor.provenance.treehash import manifest_digest
@@ -39,7 +38,6 @@ from auditor.sbom.openvex import VEX_FILE, vex_product
 from auditor.sbom.vex import judge, waivers_by_label
 from auditor.spec import Spec
 from auditor.stage import Context, Stage, cache_root
-from auditor.textsafe import redact
 
 SBOM_FILE = "sbom.cdx.json"
 PROVENANCE_FILE = "provenance.intoto.json"
@@ -147,7 +145,7 @@ class SbomStage(Stage):
                 builder_id=configured_builder_id()))
         for name, doc in ((SBOM_FILE, sbom), (PROVENANCE_FILE, provenance), (VEX_FILE, vex)):
             if doc is not None:
-                atomic_write_text(ctx.out_dir / name, doc.text)
+                write_audit_file(ctx.out_dir / name, doc.text)
         ctx.progress(f"sbom: {sbom.commits} commits, {sbom.components} components"
                      + (", provenance for the built wheel" if provenance else ", no build"))
         data = SbomData(
@@ -281,7 +279,7 @@ def verdict_notes(ctx: Context, ws: Workspace) -> str:
              f"({ws.upstream_commit[:12]}) plus the {len(ws.commits)} listed commits")
     stages = ", ".join(f"{r.name} {r.status.value}" for r in results)
     shown = "; ".join(reasons[:4]) + (f"; and {len(reasons) - 4} more" if len(reasons) > 4 else "")
-    return redact(
+    return (  # redacted with the whole SBOM (dump_json)
         "Audit summary when this SBOM was written (the SBOM is made before the service unit "
         "and the final report, so this is the verdict of the stages run so far, not the final "
         f"one: audit.json has that): {proof}; stages: {stages}; provisional verdict "
@@ -323,8 +321,7 @@ def export_sbom(result: StageResult, ctx: Context, output: Path | None) -> Path 
         return None
     text = src.read_text(encoding="utf-8")
     if output is not None and str(output) == "-":
-        sys.stdout.write(text)
-        sys.stdout.flush()
+        write_stdout(redacted_text(text))
         return None
     target = output if output is not None else default_sbom_path(text)
     try:

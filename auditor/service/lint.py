@@ -44,6 +44,7 @@ from dataclasses import dataclass
 
 from auditor.errors import InputError
 from auditor.model import Action, Category, Finding, Severity, fingerprint_of
+from auditor.redaction import fingerprint_input
 from auditor.service.address import bind_address
 from auditor.service.devices import device_name, is_gpu_device, is_raw_device
 from auditor.service.engine_args import CONFIG_OPTION, command_uses, shell_script_index
@@ -61,7 +62,6 @@ from auditor.service.unitfile import (
     unspecify,
 )
 from auditor.spec import EngineProfile
-from auditor.textsafe import redact
 
 SCANNER = "unit-lint"
 S = "Service"
@@ -149,11 +149,10 @@ class _Linter:
         snippet = directive.text if directive is not None else ""
         if secret:
             snippet = snippet.replace(secret, "[REDACTED]")
-        snippet = redact(snippet)
         self.findings.append(Finding(
             rule=rule.id, category=rule.category, severity=rule.severity, action=rule.action,
             path=self.unit.path, line=line, commit=None, message=message, scanner=SCANNER,
-            fingerprint=fingerprint_of(rule.id, self.unit.path, redact(code)), snippet=snippet,
+            fingerprint=fingerprint_of(rule.id, self.unit.path, fingerprint_input(code)), snippet=snippet,
             end_line=directive.end_line if directive is not None else None,
         ))
 

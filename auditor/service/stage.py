@@ -11,7 +11,6 @@ and the lint still runs.
 
 from __future__ import annotations
 
-import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,7 +21,7 @@ from auditor.errors import InputError, ToolError
 from auditor.fsutil import atomic_write_text
 from auditor.inputs import read_input_text
 from auditor.model import Finding, StageResult, fingerprint_of, status_for
-from auditor.outputs import check_output_file, write_output_file
+from auditor.outputs import check_output_file, write_output_file, write_stdout
 from auditor.redaction import redacted_text
 from auditor.results.unit import ExposureScore, UnitData, UnitVerify
 from auditor.service import analyze
@@ -140,7 +139,7 @@ def export_unit(result: StageResult, ctx: Context, output: Path) -> None:
         return  # nothing was rendered; the stage's status says why
     text = (ctx.out_dir / data.unit).read_text(encoding="utf-8")
     if str(output) == "-":
-        sys.stdout.write(text)
+        write_stdout(redacted_text(text))
         return
     env_name = data.env_example
     sidecar = env_example_path(output)
