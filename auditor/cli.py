@@ -448,6 +448,8 @@ def waive(
                                                 "file (default: stdout)")] = None,
 ) -> None:
     r"""Write waiver stanzas for findings of a saved audit (the \[scan] waivers file's format)."""
+    from auditor.outputs import write_stdout
+    from auditor.redaction import redacted_text
     from auditor.waive import WaiverRequest, parse_expires
     from auditor.waive import waive as write_waivers
 
@@ -459,7 +461,7 @@ def waive(
     except AuditError as exc:
         _fail(exc)
     if output is None or str(output) == "-":
-        sys.stdout.write(text)
+        write_stdout(redacted_text(text))
     else:
         err.print(f"waiver stanza(s) appended to {_escape(str(output))}")
 
