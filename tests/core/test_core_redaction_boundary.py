@@ -84,3 +84,22 @@ def test_the_audit_folder_writer_and_stdout_take_only_redacted_text(
         with pytest.raises(UnredactedError):
             write(f"token {TOKEN}\n")
     assert not (tmp_path / "x.md").exists() and capsys.readouterr().out == ""
+
+
+def test_a_build_error_tail_is_redacted_whole_before_its_last_lines_are_kept() -> None:
+    from types import SimpleNamespace
+
+    from auditor.rebuild.builders import BuildFailed, NvccBuilder
+
+    key = ("-----BEGIN RSA PRIVATE KEY-----\n" + "\n".join(["QUJDREVGR0hJSktMTU5PUFFSU1RVVldY"] * 9)
+           + "\n-----END RSA PRIVATE KEY-----")
+    res = SimpleNamespace(returncode=1, stdout="", stderr=f"{key}\nerror: token {TOKEN}\n")
+    sandbox = SimpleNamespace(kind="fake", run=lambda *a, **k: res)
+    req = SimpleNamespace(module=SimpleNamespace(name="m"), placeholders={}, env={}, build_dir=None,
+                          writable=(), readable=(), umask=0o22, timeout=1)
+    cmd = SimpleNamespace(argv=("nvcc", "-c"), cwd=None, display=lambda p: "nvcc -c")
+    builder = NvccBuilder.__new__(NvccBuilder)
+    with pytest.raises(BuildFailed) as caught:
+        builder._run(req, sandbox, cmd, [])  # type: ignore[arg-type]
+    assert "QUJD" not in caught.value.message and TOKEN not in caught.value.message
+    assert "[REDACTED]" in caught.value.message
