@@ -24,6 +24,18 @@ def _verify(tmp_path: Path, spec: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
+def _fork_spec(up: GitRepo, fork: GitRepo, archive: Path) -> dict[str, Any]:
+    """The spec of a merge-based fork branch ``fork`` over upstream's v1.0, its range listed."""
+    return {
+        "engine": {"profile": "generic", "version": "1.0"},
+        "upstream": {"repo": str(up.path), "ref": "v1.0"},
+        "patches": {"repo": str(fork.path), "ref": "fork", "model": "merge",
+                    "commits": "range"},
+        "bundle": {"path": str(archive), "strip_components": 1},
+        "scan": {"scope": "diff"},
+    }
+
+
 def test_an_executable_upstream_merged_in_is_upstreams_and_the_forks_own_is_the_forks(tmp_path):
     up = GitRepo(tmp_path / "upstream")
     up.commit("initial", files={"engine/__init__.py": "VERSION = '1.0'\n",
@@ -40,14 +52,7 @@ def test_an_executable_upstream_merged_in_is_upstreams_and_the_forks_own_is_the_
     fork.git("merge", "--no-ff", "-q", "-m", "Merge remote-tracking branch 'up/main' into fork",
              "up/main")
     archive = fork.archive(tmp_path / "fork.tar", "fork", prefix="f/")
-    data = _verify(tmp_path, {
-        "engine": {"profile": "generic", "version": "1.0"},
-        "upstream": {"repo": str(up.path), "ref": "v1.0"},
-        "patches": {"repo": str(fork.path), "ref": "fork", "model": "merge",
-                    "commits": "range"},
-        "bundle": {"path": str(archive), "strip_components": 1},
-        "scan": {"scope": "diff"},
-    })
+    data = _verify(tmp_path, _fork_spec(up, fork, archive))
     assert data["series"]["upstream_merged"] == [upstream_fix]
     by_path = {f["path"]: f for f in data["findings"] if f["rule"] == "provenance.executable-bit"}
     assert set(by_path) == {"ci/ppc.sh", "ci/test.sh", "tools/launch.sh"}
@@ -79,14 +84,7 @@ def test_the_executable_bit_is_tied_to_the_commit_that_set_it_not_a_later_edit(t
     fork.write("tools/run.py", "print('run fast')\n", mode=0o755)
     later = fork.commit("fork: cherry pick of a sampling fix", author=FORK)
     archive = fork.archive(tmp_path / "fork.tar", "fork", prefix="f/")
-    data = _verify(tmp_path, {
-        "engine": {"profile": "generic", "version": "1.0"},
-        "upstream": {"repo": str(up.path), "ref": "v1.0"},
-        "patches": {"repo": str(fork.path), "ref": "fork", "model": "merge",
-                    "commits": "range"},
-        "bundle": {"path": str(archive), "strip_components": 1},
-        "scan": {"scope": "diff"},
-    })
+    data = _verify(tmp_path, _fork_spec(up, fork, archive))
     by_path = {a["path"]: a for a in data["anomalies"] if a["kind"] == "executable-bit"}
     assert set(by_path) == {"engine/sampler.py", "tools/run.py"}
     assert by_path["engine/sampler.py"]["commit"] == setter != later
