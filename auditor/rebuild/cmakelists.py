@@ -5,11 +5,12 @@ CMake language's rules for quoted, bracket and unquoted arguments and for commen
 evaluated.
 
 :func:`extension_targets` lists the ``define_gpu_extension_target(<name> ...)`` calls (vLLM's way
-of declaring a Python extension module). :func:`change_effect` compares two versions of one CMake
-file and names the targets a change can reach, following variables: a target depends on the
-variables its definition reads, a variable on what its writer reads and on the conditions around
-the writer. A change whose effect cannot be traced (a control command, a function body, a change
-that reaches no target) affects every target (fail closed); only a ``message()`` is inert.
+of declaring a Python extension module; ``define_extension_target`` in later releases, 0.30.0).
+:func:`change_effect` compares two versions of one CMake file and names the targets a change can
+reach, following variables: a target depends on the variables its definition reads, a variable on
+what its writer reads and on the conditions around the writer. A change whose effect cannot be
+traced (a control command, a function body, a change that reaches no target) affects every target
+(fail closed); only a ``message()`` is inert.
 """
 
 from __future__ import annotations
@@ -19,7 +20,9 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-DEFINE_TARGET = "define_gpu_extension_target"
+#: vLLM's functions that declare a Python extension module (the first name up to 0.1x, the second
+#: after the rename; cmake/utils.cmake defines one of them)
+DEFINE_TARGETS = frozenset({"define_gpu_extension_target", "define_extension_target"})
 _VAR_REF = re.compile(r"\$\{([A-Za-z0-9_.+-]+)\}")
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _BRACKET_OPEN = re.compile(r"\[(=*)\[")
@@ -153,10 +156,10 @@ def _arguments(text: str, i: int, line: int) -> tuple[list[str], int, int]:
 
 
 def extension_targets(commands: Iterable[Command]) -> dict[str, int]:
-    """``define_gpu_extension_target(<name> ...)`` calls with a literal name -> their line."""
+    """``define_[gpu_]extension_target(<name> ...)`` calls with a literal name -> their line."""
     out: dict[str, int] = {}
     for c in commands:
-        if c.name == DEFINE_TARGET and c.args and "${" not in c.args[0]:
+        if c.name in DEFINE_TARGETS and c.args and "${" not in c.args[0]:
             out.setdefault(c.args[0], c.line)
     return out
 
@@ -189,7 +192,7 @@ def writes(c: Command) -> set[str]:
         return {a[1]}
     if c.name == "cuda_archs_loose_intersection" and a:
         return {a[0]}
-    if c.name in _TARGET_COMMANDS or c.name in _INERT or c.name == DEFINE_TARGET:
+    if c.name in _TARGET_COMMANDS or c.name in _INERT or c.name in DEFINE_TARGETS:
         return set()
     # another command (vLLM's set_gencode_flags_for_srcs(SRCS "${X}" ...)): it modifies what the
     # first variable it reads holds
@@ -226,7 +229,7 @@ class _Graph:
             self.conditions.append(around)
             if depth_fn:
                 continue
-            if c.name == DEFINE_TARGET and c.args:
+            if c.name in DEFINE_TARGETS and c.args:
                 self.target_reads.setdefault(c.args[0], set()).update(refs(c.args[1:]) | around)
                 continue
             w = writes(c)
@@ -321,7 +324,7 @@ def _reason(where: str, c: Command, in_function: bool, g_old: _Graph, g_new: _Gr
     if in_function or c.name in ("function", "endfunction", "macro", "endmacro"):
         return Reason(f"{where}: {c.show()} changed inside a function definition: every target",
                       everything=True)
-    if c.name == DEFINE_TARGET and c.args:
+    if c.name in DEFINE_TARGETS and c.args:
         return Reason(f"{where}: the definition of {c.args[0]} changed", frozenset(c.args[:1]))
     if c.name in _TARGET_COMMANDS and c.args and c.args[0] in known:
         return Reason(f"{where}: {c.show()} changed: {c.args[0]}", frozenset(c.args[:1]))

@@ -13,8 +13,10 @@ from collections.abc import Iterable
 
 #: extensions that are native sources even when a profile lists none
 NATIVE_EXTENSIONS = (".cu", ".cuh", ".cpp", ".cc", ".cxx", ".c", ".h", ".hpp", ".hh", ".hxx",
-                     ".inl", ".ptx", ".cmake", ".S", ".s")
-NATIVE_NAMES = ("CMakeLists.txt",)
+                     ".inl", ".ptx", ".cmake", ".S", ".s", ".rs")
+#: Rust too (vLLM 0.30.0's ``_rust_tool_parser`` is built from ``rust/`` by setuptools-rust): no
+#: recipe builds it, so a change there is unclaimed (blocking) instead of the official binary
+NATIVE_NAMES = ("CMakeLists.txt", "Cargo.toml", "Cargo.lock")
 
 
 def _segment(part: str) -> str:

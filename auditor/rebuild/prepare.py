@@ -40,11 +40,17 @@ class Prepared:
     unpacked: bool  # unpacked now (False: it already was)
 
 
+def pip_requirement(pkg: ToolchainPackage) -> str:
+    """``name===version``: pip's exact (string) match. ``name==2.13.0`` also admits a local
+    build such as ``2.13.0+cpu``, and pip prefers that one when a find-links folder holds it."""
+    return f"{pkg.name}==={pkg.version}"
+
+
 def pip_fetch(pkg: ToolchainPackage, dest: Path) -> Path:
     """Download exactly ``pkg.file`` with pip (binary only, no dependencies)."""
     res = run([sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
                "--no-cache-dir", "--disable-pip-version-check", "-q", "-d", str(dest),
-               *_platform_args(pkg.file), pkg.requirement], check=False, timeout=3600)
+               *_platform_args(pkg.file), pip_requirement(pkg)], check=False, timeout=3600)
     found = dest / pkg.file
     if not found.is_file():
         tail = (res.stderr.strip() or res.stdout.strip()).splitlines()[-3:]
@@ -144,6 +150,12 @@ def make_placeholders(recipe: Recipe, dest: Path) -> list[Path]:
         folder.mkdir(parents=True, exist_ok=True)
         (folder / "NOT-BUILT-FROM-HERE").write_text(PLACEHOLDER_NOTE)
         out.append(folder)
+    for rel in recipe.toolchain.placeholder_files:
+        # a file the engine's CMake reads even when it builds nothing from the dependency: only a
+        # comment (in the syntax of Python, shell and CMake), never code
+        target = dest / "placeholders" / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text("".join(f"# {line}\n" for line in PLACEHOLDER_NOTE.splitlines()))
     return out
 
 

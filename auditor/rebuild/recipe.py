@@ -86,6 +86,10 @@ class ToolchainRecipe:
     #: the sources of a dependency this recipe never builds (a module built from one fails: its
     #: output is not there)
     placeholders: tuple[str, ...] = ()
+    #: files made inside the placeholders (``"<placeholder>/<path>"``), each holding only a
+    #: comment: for CMake code that reads a file of the dependency even when it builds nothing
+    #: from it (vLLM 0.30.0's flashmla.cmake reads ``flash_mla/flash_mla_interface.py``)
+    placeholder_files: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -265,10 +269,17 @@ def _toolchain(top: _Table, root: Path) -> ToolchainRecipe:
         dir=folder, packages=packages, python=tc.text("python", what="a Python interpreter"),
         cuda_driver_stub=tc.flag("cuda_driver_stub", False),
         placeholders=tc.strlist("placeholders"),
+        placeholder_files=_bundle_rels(tc, "placeholder_files"),
     )
     for i, name in enumerate(toolchain.placeholders):
         if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", name):
             raise tc.err(f"placeholders[{i}]", f"expected a folder name, got {name!r}")
+    for i, rel in enumerate(toolchain.placeholder_files):
+        folder_name, _, rest = rel.partition("/")
+        if folder_name not in toolchain.placeholders or not rest:
+            raise tc.err(f"placeholder_files[{i}]",
+                         f"expected <placeholder>/<path> with <placeholder> one of "
+                         f"placeholders {list(toolchain.placeholders)}, got {rel!r}")
     tc.finish()
     return toolchain
 

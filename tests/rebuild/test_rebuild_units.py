@@ -115,28 +115,15 @@ def test_recipe_errors_name_file_and_key(recipe_dir: Path, edit: tuple[str, str]
     assert info.value.key == key and info.value.file == str(path)
 
 
-def test_shipped_vllm_recipe_is_valid_when_its_folders_exist(tmp_path: Path) -> None:
-    """builds/vllm-0.30.0-sm86.toml parses; only its host paths are missing on this machine."""
-    text = (REPO / "builds/vllm-0.30.0-sm86.toml").read_text()
-    text = text.replace("/opt/vllm-build", str(tmp_path / "host"))  # the build host's layout
-    (tmp_path / "builds").mkdir()
-    recipe = tmp_path / "builds" / "vllm-0.30.0-sm86.toml"
-    recipe.write_text(text)
-    for _ in range(20):  # create each missing folder the loader names, then load again
-        try:
-            r = load_recipe(recipe)
-            break
-        except SpecError as exc:
-            assert "does not exist" in exc.message, exc.message
-            missing = Path(exc.message.split("resolved to ")[1].rstrip(")"))
-            missing.mkdir(parents=True)
-    else:
-        pytest.fail("recipe never loaded")
+def test_shipped_vllm_recipe_is_valid() -> None:
+    """builds/vllm-0.30.0-sm86.toml parses as it is (its toolchain folder need not exist yet)."""
+    r = load_recipe(REPO / "builds/vllm-0.30.0-sm86.toml")
     names = {m.name for m in r.modules}
-    assert {"_C", "_moe_C", "cumem_allocator", "_vllm_fa2_C"} <= names
+    assert {"_C_stable_libtorch", "_moe_C_stable_libtorch", "cumem_allocator",
+            "_vllm_fa2_C"} <= names
     assert all(m.builder is BuilderKind.CMAKE for m in r.modules)
     assert r.wheel.requirement == "vllm==0.30.0" and r.wheel.file is None
-    assert all(str(p).startswith(str(tmp_path)) for p in r.sandbox.readable)
+    assert r.sandbox.readable == () and r.toolchain.packages
 
 
 @pytest.mark.parametrize("path, pattern, expected", [
