@@ -36,7 +36,7 @@ from typing import Any
 from auditor.errors import InputError, SpecError
 from auditor.fsutil import relative_path, sha256_file
 from auditor.model import Finding, StageResult, StageStatus, Workspace, status_for
-from auditor.results.build import BuildData, ImportedBuild
+from auditor.results.build import KEPT_DIR, BuildData, ImportedBuild
 from auditor.stage import Context
 
 BUILD_DIR_SCHEMA = "auditor/build/v1"  # the folder's marker
@@ -176,6 +176,13 @@ def write_build_dir(result: StageResult, ctx: Context, out: Path) -> Path | None
                         raise InputError(f"{m.wheel_path}: the built wheel holds sha256 {digest}, "
                                          f"the build recorded {m.sha256}")
                     files[f"{MODULES_DIR}/{m.wheel_path}"] = digest
+        kept = ctx.out_dir / KEPT_DIR  # a failed repro check's two builds: evidence, listed
+        if kept.is_dir():
+            for src in sorted(p for p in kept.rglob("*") if p.is_file()):
+                name = src.relative_to(ctx.out_dir).as_posix()
+                (directory.tmp / name).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(src, directory.tmp / name)
+                files[name] = sha256_file(directory.tmp / name)
         write_json(directory.tmp / RECORD_FILE, record_for(result, ctx, files).to_json())
         return directory.commit()
     except OSError as exc:

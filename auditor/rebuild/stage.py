@@ -67,6 +67,7 @@ from auditor.rebuild.wheel import (
     with_local_label,
 )
 from auditor.results.build import (
+    KEPT_DIR,
     Abi,
     BuildData,
     BuiltWheel,
@@ -284,10 +285,10 @@ class _BuildRun:
                           for d in plan.decisions))
         if self.repro:
             self.compare_builds(builds, overlays)
-        out = ctx.out_dir / first.wheel.name
-        ctx.out_dir.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(first.wheel, out)
-        if not self.reasons:
+        if not self.reasons:  # a wheel that failed a check never reaches the outputs
+            out = ctx.out_dir / first.wheel.name
+            ctx.out_dir.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(first.wheel, out)
             self.note(wheel=BuiltWheel(file=out.name, name=first.name.name,
                                        version=first.name.version, sha256=sha256_file(out)))
         return self.result()
@@ -638,6 +639,7 @@ class _BuildRun:
                 first = first_difference(ma.path, mb.path, roots=roots)
                 modules[ma.name]["first_section"] = first.get("section")
                 modules[ma.name]["likely_cause"] = first.get("cause")
+                modules[ma.name]["kept"] = self.keep_pair(wp, ma, mb)
         wa, wb = sha256_file(overlays[0].wheel), sha256_file(overlays[1].wheel)
         same &= wa == wb
         self.note(reproducible=same, repro={
@@ -652,8 +654,24 @@ class _BuildRun:
                          f"{v.get('first_section') or '?'}: likely {v.get('likely_cause')})"
                          for n, v in modules.items() if not v["identical"]
                          and isinstance(v["sections"], list)]
+            kept = [v for v in modules.values() if v.get("kept")]
             self.reasons.append("not reproducible: two builds differ: "
-                                + ("; ".join(differing) if differing else "the wheel bytes"))
+                                + ("; ".join(differing) if differing else "the wheel bytes")
+                                + (f"; both builds of each differing module are kept in "
+                                   f"{KEPT_DIR}/ (first/, second/) for a byte comparison"
+                                   if kept else ""))
+
+    def keep_pair(self, wheel_path: str, a: BuiltModule, b: BuiltModule) -> dict[str, str]:
+        """Both builds of a module that differs, copied next to the stage's outputs (never into
+        a wheel), so the difference can be read (``diffoscope first/X second/X``)."""
+        kept = {}
+        for label, m in (("first", a), ("second", b)):
+            name = f"{KEPT_DIR}/{label}/{wheel_path}"
+            target = self.ctx.out_dir / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(m.path, target)
+            kept[label] = name
+        return kept
 
 
 def machine_cores() -> int:

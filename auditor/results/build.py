@@ -20,6 +20,9 @@ from auditor.results.base import (
     strs,
 )
 
+# Where a failed reproducibility check leaves both builds of each differing module (in the audit
+# or build folder; never in a wheel): the evidence a reviewer compares byte for byte.
+KEPT_DIR = "not-reproducible"
 
 @dataclass(frozen=True)
 class BuiltWheel:

@@ -16,6 +16,7 @@ import pytest
 from buildcase import needs_nvcc
 
 from auditor.errors import InputError
+from auditor.fsutil import sha256_file
 from auditor.rebuild.compare_official import (
     compare,
     compare_files,
@@ -247,7 +248,8 @@ def test_stage_repro_names_the_first_differing_section_and_the_build_path(upstre
 
     branch = make_series(upstream, "where", [{"cmk/CMakeLists.txt": CM_WHERE,
                                               "cmk/cm.c": CM_WHERE_C}])
-    result = run_build(make_case(upstream, tmp_path, branch, repro=True))
+    case = make_case(upstream, tmp_path, branch, repro=True)
+    result = run_build(case)
     data = result.to_json()
     assert data["reproducible"] is False and result.status is StageStatus.FAILED
     cm = data["repro"]["modules"]["cm"]
@@ -256,6 +258,15 @@ def test_stage_repro_names_the_first_differing_section_and_the_build_path(upstre
     assert cm["likely_cause"].startswith("the build path")
     [reason] = [r for r in result.reasons if r.startswith("not reproducible")]
     assert "the first, .rodata: likely the build path" in reason
+    # both builds are kept, outside any wheel, for a byte comparison; each is what was compared
+    assert "kept in not-reproducible/ (first/, second/)" in reason
+    wp = "tinyeng/_cm.so"
+    assert cm["kept"] == {"first": f"not-reproducible/first/{wp}",
+                          "second": f"not-reproducible/second/{wp}"}
+    out = case.ctx.out_dir
+    assert sha256_file(out / cm["kept"]["first"]) == cm["first"]
+    assert sha256_file(out / cm["kept"]["second"]) == cm["second"]
+    assert not list(out.glob("*.whl"))  # a failed build writes no wheel
 
 
 @needs_nvcc
