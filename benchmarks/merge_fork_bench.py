@@ -39,6 +39,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from real_bench_case import FORK, git  # noqa: E402
+from run import compiled  # noqa: E402
 
 BIN = Path(sys.executable).parent
 SIDE_COMMITS = 36
@@ -139,6 +140,7 @@ def main() -> None:
     sides: list[tuple[str, Path | None]] = [("after", args.after)]
     if args.before is not None:
         sides.insert(0, ("before", args.before))
+    compiled(*(copy for _, copy in sides))
     runs: dict[str, list[tuple[float, float]]] = {"bandit": []}
     load = os.getloadavg()[0]
     for n in range(args.runs):

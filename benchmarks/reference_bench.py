@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from run import Sample, measure, uptime  # noqa: E402
+from run import Sample, compiled, measure, uptime  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 BIN = Path(sys.executable).parent
@@ -113,6 +113,7 @@ def main() -> None:
 
     rounds = []
     if args.before is not None:
+        compiled(args.before, args.after)
         for n in range(args.rounds):
             row: dict = {}
             row["yardstick"] = vars(measure([str(BIN / "bandit"), "-r", "-q", "-f", "json",

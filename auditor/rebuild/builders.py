@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 import shlex
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar, TypeVar
@@ -68,6 +68,9 @@ class BuildRequest:
     timeout: float | None = 3600
     readable: tuple[Path, ...] = ()  # extra host folders the commands may read
     writable: tuple[Path, ...] = ()  # folders the commands may write besides build_dir
+    # the folder holding source_root and build_dir; a sandbox with a fixed_root mounts it there
+    # and the commands name every path under it by that fixed path (the same for every build)
+    root: Path | None = None
 
     @property
     def placeholders(self) -> dict[str, str]:
@@ -152,9 +155,12 @@ class ModuleBuilder(ABC):
                            builder=self.kind, log="\n".join(log))
 
     def _run(self, req: BuildRequest, sandbox: Sandbox, cmd: Command, log: list[str]) -> None:
-        res = sandbox.run(list(cmd.argv), cwd=cmd.cwd, env=req.env,
+        mount = req.root if req.root is not None and sandbox.fixed_root is not None else None
+        seen = in_sandbox(mount, sandbox.fixed_root)
+        res = sandbox.run([seen(a) for a in cmd.argv], cwd=Path(seen(str(cmd.cwd))),
+                          env={k: seen(v) for k, v in req.env.items()},
                           writable=(req.build_dir, *req.writable), readable=req.readable,
-                          umask=req.umask, timeout=req.timeout)
+                          umask=req.umask, timeout=req.timeout, mount=mount)
         log.append(f"$ {cmd.display(req.placeholders)}\n{res.stdout}{res.stderr}")
         wanted = download_attempts(res.stdout + "\n" + res.stderr)
         if wanted:
@@ -169,6 +175,16 @@ class ModuleBuilder(ABC):
                 f"module {req.module.name}: `{shlex.join(cmd.argv[:2])} …` failed with exit code "
                 f"{res.returncode} inside the {sandbox.kind} sandbox"
                 + (": " + " | ".join(line.strip() for line in tail) if tail else ""))
+
+
+def in_sandbox(root: Path | None, fixed: str | None) -> Callable[[str], str]:
+    """How a command's text reads inside a sandbox that mounts the host folder ``root`` at
+    ``fixed``: every path under ``root`` (a whole path component, wherever it stands in the
+    argument: ``-I/x``, ``-DVAR=/x``, ``a=/x:/y``) is written under ``fixed``."""
+    if root is None or fixed is None:
+        return lambda text: text
+    pattern = re.compile(re.escape(str(root)) + r"(?=/|$|[^\w.+-])")
+    return lambda text: pattern.sub(lambda _m: fixed, text)
 
 
 class NvccBuilder(ModuleBuilder):

@@ -41,27 +41,43 @@ class Sandbox(ABC):
     kind: ClassVar[str]
     isolates_network: ClassVar[bool] = True
     isolates_files: ClassVar[bool] = False
+    # Where a sandbox that can mounts the build's root (``run(mount=…)``), the same path for
+    # every build: nvcc hashes the absolute source path into each translation unit's module id
+    # (anonymous namespaces, the fat binary), so two builds in two host folders differ unless
+    # the compiler sees one path. None: the sandbox runs the commands at the host paths.
+    fixed_root: ClassVar[str | None] = None
 
     @abstractmethod
     def wrap(self, argv: Sequence[str], *, cwd: Path, env: Mapping[str, str],
-             writable: Sequence[Path], readable: Sequence[Path]) -> tuple[list[str], dict[str, str]]:
+             writable: Sequence[Path], readable: Sequence[Path],
+             mount: Path | None = None) -> tuple[list[str], dict[str, str]]:
         """(the outer argv, the environment to start it with)."""
 
     def run(self, argv: Sequence[str], *, cwd: Path, env: Mapping[str, str],
             writable: Sequence[Path] = (), readable: Sequence[Path] = (), umask: int = 0o022,
-            timeout: float | None = None) -> Completed[str]:
+            timeout: float | None = None, mount: Path | None = None) -> Completed[str]:
+        """Run ``argv`` in ``cwd``. With ``mount`` (a host folder; only where
+        :attr:`fixed_root` is set) that folder is seen, writable, at :attr:`fixed_root`, and
+        ``argv``, ``cwd`` and ``env`` are already written with that path."""
+        if mount is not None and self.fixed_root is None:
+            raise ValueError(f"the {self.kind} sandbox cannot mount a folder at a fixed path")
         inner = ["/bin/sh", "-c", *_UMASK_SHIM, "sh", f"{umask:04o}", *argv]
-        outer, outer_env = self.wrap(inner, cwd=cwd, env=env, writable=writable, readable=readable)
-        return run(outer, cwd=cwd, env=outer_env, timeout=timeout, check=False)
+        outer, outer_env = self.wrap(inner, cwd=cwd, env=env, writable=writable, readable=readable,
+                                     mount=mount)
+        return run(outer, cwd=mount if mount is not None else cwd, env=outer_env,
+                   timeout=timeout, check=False)
 
     def describe(self) -> dict[str, object]:
         return {"kind": self.kind, "network": "none" if self.isolates_network else "host",
-                "filesystem": "private" if self.isolates_files else "host"}
+                "filesystem": "private" if self.isolates_files else "host",
+                # the path every build's root is seen at (None: its own host folder)
+                "build_root": self.fixed_root}
 
 
 class BwrapSandbox(Sandbox):
     kind = "bwrap"
     isolates_files = True
+    fixed_root = "/auditor-build"
     _ETC = ("/etc/alternatives", "/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d",
             "/etc/nsswitch.conf")
     # the sandbox's own user database: the build runs as one user, whose name tools may ask for
@@ -72,7 +88,8 @@ class BwrapSandbox(Sandbox):
         self.program = program
 
     def wrap(self, argv: Sequence[str], *, cwd: Path, env: Mapping[str, str],
-             writable: Sequence[Path], readable: Sequence[Path]) -> tuple[list[str], dict[str, str]]:
+             writable: Sequence[Path], readable: Sequence[Path],
+             mount: Path | None = None) -> tuple[list[str], dict[str, str]]:
         out = [self.program, "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
                "--unshare-cgroup-try", "--die-with-parent", "--new-session",
                "--ro-bind", "/usr", "/usr"]
@@ -91,8 +108,11 @@ class BwrapSandbox(Sandbox):
         out += ["--ro-bind", str(users), "/etc/passwd", "--ro-bind", str(groups), "/etc/group"]
         for r in readable:
             out += ["--ro-bind", str(r), str(r)]
+        if mount is not None:
+            out += ["--bind", str(mount), str(self.fixed_root)]
         for w in writable:
-            out += ["--bind", str(w), str(w)]
+            if mount is None or not w.is_relative_to(mount):  # inside the mount: bound with it
+                out += ["--bind", str(w), str(w)]
         out += ["--chdir", str(cwd), "--clearenv"]
         for k, v in env.items():
             out += ["--setenv", k, v]
@@ -128,7 +148,8 @@ class UnshareSandbox(Sandbox):
         self.program = program
 
     def wrap(self, argv: Sequence[str], *, cwd: Path, env: Mapping[str, str],
-             writable: Sequence[Path], readable: Sequence[Path]) -> tuple[list[str], dict[str, str]]:
+             writable: Sequence[Path], readable: Sequence[Path],
+             mount: Path | None = None) -> tuple[list[str], dict[str, str]]:
         out = [self.program, "--net", "--ipc", "--uts", "--pid", "--fork", "--kill-child",
                "--mount-proc"]
         if os.geteuid() != 0:
@@ -143,7 +164,8 @@ class Unsandboxed(Sandbox):
     isolates_network = False
 
     def wrap(self, argv: Sequence[str], *, cwd: Path, env: Mapping[str, str],
-             writable: Sequence[Path], readable: Sequence[Path]) -> tuple[list[str], dict[str, str]]:
+             writable: Sequence[Path], readable: Sequence[Path],
+             mount: Path | None = None) -> tuple[list[str], dict[str, str]]:
         return list(argv), dict(env)
 
 

@@ -498,7 +498,8 @@ class _BuildRun:
                                archs=self.recipe.archs, toolchain=toolchain, env=env,
                                umask=v.umask, jobs=self.ctx.options.jobs,
                                timeout=self.recipe.sandbox.timeout,
-                               readable=tuple(dict.fromkeys(readable)), writable=(v.root,))
+                               readable=tuple(dict.fromkeys(readable)), writable=(v.root,),
+                               root=v.root)
             self.ctx.progress(f"build {v.label}: {d.module.name} ({d.module.builder.value})")
             built[d.module.wheel_path] = builder_for(d.module.builder).build(req, sandbox)
         return built

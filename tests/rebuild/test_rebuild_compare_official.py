@@ -246,10 +246,20 @@ def test_stage_repro_names_the_first_differing_section_and_the_build_path(upstre
 
     from auditor.model import StageStatus
 
+    from buildcase import recipe_text
+
+    from auditor.rebuild.sandbox import _probe
+
+    problem = _probe("unshare", str(tmp_path))
+    if problem is not None:
+        pytest.skip(f"unshare not usable here (the sandbox that keeps host paths): {problem}")
     branch = make_series(upstream, "where", [{"cmk/CMakeLists.txt": CM_WHERE,
                                               "cmk/cm.c": CM_WHERE_C}])
-    case = make_case(upstream, tmp_path, branch, repro=True)
+    # unshare runs the commands at the host paths: the two builds' folders reach the bytes
+    recipe = recipe_text(upstream, extra='[sandbox]\nkind = "unshare"\naccept_host_files = true\n')
+    case = make_case(upstream, tmp_path, branch, repro=True, recipe=recipe)
     result = run_build(case)
+    assert result.to_json()["sandbox"]["build_root"] is None
     data = result.to_json()
     assert data["reproducible"] is False and result.status is StageStatus.FAILED
     cm = data["repro"]["modules"]["cm"]
@@ -267,6 +277,39 @@ def test_stage_repro_names_the_first_differing_section_and_the_build_path(upstre
     assert sha256_file(out / cm["kept"]["first"]) == cm["first"]
     assert sha256_file(out / cm["kept"]["second"]) == cm["second"]
     assert not list(out.glob("*.whl"))  # a failed build writes no wheel
+
+
+@needs_nvcc
+@pytest.mark.skipif(shutil.which("cmake") is None, reason="cmake is not installed")
+def test_bwrap_shows_both_builds_one_root_so_a_path_in_the_bytes_is_reproducible(  # type: ignore[no-untyped-def]
+        upstream, tmp_path: Path) -> None:
+    """The same module that embeds its build folder, in bwrap: both builds (two host folders)
+    are compiled at /auditor-build, so the path in the bytes is the same and the builds agree
+    (nvcc hashes the source path into module ids the same way)."""
+    from buildcase import make_case, make_series, recipe_text, run_build
+
+    from auditor.model import StageStatus
+    from auditor.rebuild.sandbox import _probe
+
+    problem = _probe("bwrap", str(tmp_path))
+    if problem is not None:
+        pytest.skip(f"bwrap not usable here: {problem}")
+    branch = make_series(upstream, "where-fixed", [{"cmk/CMakeLists.txt": CM_WHERE,
+                                                    "cmk/cm.c": CM_WHERE_C}])
+    recipe = recipe_text(upstream, extra='[sandbox]\nkind = "bwrap"\n')
+    case = make_case(upstream, tmp_path, branch, repro=True, recipe=recipe)
+    result = run_build(case)
+    data = result.to_json()
+    assert data["sandbox"]["build_root"] == "/auditor-build"
+    assert data["reproducible"] is True, result.reasons
+    assert result.status is not StageStatus.FAILED
+    cm = data["repro"]["modules"]["cm"]
+    assert cm["identical"] is True and cm["first"] == cm["second"]
+    # the compiler really saw the fixed root: the build folder in the bytes is under it
+    built = next(case.ctx.workdir.glob("build-a/build/cm/out/_cm*.so"))
+    assert b"/auditor-build/build/cm/cmake" in built.read_bytes()
+    assert str(case.ctx.workdir).encode() not in built.read_bytes()
+    assert not (case.ctx.out_dir / "not-reproducible").exists()
 
 
 @needs_nvcc
