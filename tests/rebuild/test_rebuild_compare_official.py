@@ -242,12 +242,9 @@ CM_WHERE_C = ('#include "tinydep.h"\nconst char *tiny_built_in = BUILT_IN;\n'
 @pytest.mark.skipif(shutil.which("cmake") is None, reason="cmake is not installed")
 def test_stage_repro_names_the_first_differing_section_and_the_build_path(upstream,  # type: ignore[no-untyped-def]
                                                                           tmp_path: Path) -> None:
-    from buildcase import make_case, make_series, run_build
+    from buildcase import make_case, make_series, recipe_text, run_build
 
     from auditor.model import StageStatus
-
-    from buildcase import recipe_text
-
     from auditor.rebuild.sandbox import _probe
 
     problem = _probe("unshare", str(tmp_path))
