@@ -1,6 +1,6 @@
 """A rebuilt module against the same module of the official wheel, read statically (never loaded).
 
-Four facts of each file, all read with pyelftools from the bytes on disk:
+Five facts of each file, all read with pyelftools from the bytes on disk:
 
 * **registered ops**: the operator schema strings a ``TORCH_LIBRARY`` module keeps in ``.rodata``
   (``m.def("topk_softmax(Tensor! topk_weights, ...) -> ()")``), by op name, whitespace folded;
@@ -9,7 +9,9 @@ Four facts of each file, all read with pyelftools from the bytes on disk:
   soname among them: ``libcudart.so.12`` against ``libcudart.so.13`` is another toolchain);
 * **GPU code**: the architectures of the cubins (SASS) and PTX that the ``.nv_fatbin`` section
   holds, read from its fat binary headers (``cuobjdump --list-elf/--list-ptx`` is not part of
-  every CUDA installation).
+  every CUDA installation);
+* **compilers**: the identification strings the compilers and linkers left in ``.comment``
+  (``GCC: (GNU) 12.2.0``): another host compiler is another toolchain.
 
 :func:`compare` turns the two sets of facts into differences, each a sentence a reviewer reads; the
 build stage reports every one as a finding to review and records them in audit.json and the
@@ -53,6 +55,7 @@ class ModuleFacts:
     sass: tuple[int, ...]  # SM numbers of the cubins
     ptx: tuple[int, ...]  # SM numbers of the PTX
     fatbin: bool  # the file has a .nv_fatbin section
+    compilers: tuple[str, ...] = ()  # the .comment strings, in file order, once each
 
     @property
     def cuda_runtime(self) -> str | None:
@@ -61,7 +64,8 @@ class ModuleFacts:
     def to_json(self) -> dict[str, Any]:
         return {"ops": len(self.ops), "symbols": len(self.symbols), "needed": list(self.needed),
                 "sass": [sm_name(a) for a in self.sass], "ptx": [sm_name(a, "compute")
-                                                                  for a in self.ptx]}
+                                                                  for a in self.ptx],
+                "compilers": list(self.compilers)}
 
 
 @dataclass(frozen=True)
@@ -151,11 +155,25 @@ def module_facts(path: Path, what: str = "module") -> ModuleFacts:
                                if t.entry.d_tag == "DT_NEEDED"]
             fb = elf.get_section_by_name(".nv_fatbin")
             sass, ptx = fatbin_archs(fb.data()) if fb is not None else ((), ())
+            comment = elf.get_section_by_name(".comment")
+            compilers = comment_strings(comment.data()) if comment is not None else ()
     except (ELFError, OSError, ValueError, struct.error) as exc:
         raise InputError(f"{what} {path.name} is not a readable ELF file: {exc}") from None
     return ModuleFacts(ops=ops, symbols=exported_symbols(path, what),
                        weak=exported_symbols(path, what, weak=True),
-                       needed=tuple(needed), sass=sass, ptx=ptx, fatbin=fb is not None)
+                       needed=tuple(needed), sass=sass, ptx=ptx, fatbin=fb is not None,
+                       compilers=compilers)
+
+
+def comment_strings(data: bytes, limit: int = 32) -> tuple[str, ...]:
+    """The NUL-separated strings of a ``.comment`` section, once each, in order (at most
+    ``limit``, each cut at 200 characters: the section is the audited party's bytes)."""
+    out: dict[str, None] = {}
+    for raw in data.split(b"\0"):
+        text = raw.decode("utf-8", "replace").strip()
+        if text and len(out) < limit:
+            out.setdefault(text[:200], None)
+    return tuple(out)
 
 
 def _names(items: Iterable[str], limit: int = 8) -> str:
@@ -210,6 +228,10 @@ def compare(official: ModuleFacts, rebuilt: ModuleFacts) -> Comparison:
         if only_here:
             line += f"; {_archs(only_here)} is not among the official module's cubins"
         diffs.append(line)
+    if official.compilers and set(official.compilers) != set(rebuilt.compilers):
+        diffs.append(f"was built by {_names(rebuilt.compilers, 3) or 'an unnamed compiler'}, the "
+                     f"official module by {_names(official.compilers, 3)} (another host "
+                     "compiler)")
     return Comparison(official=official, rebuilt=rebuilt, ops_missing=ops_missing,
                       ops_added=ops_added, ops_changed=ops_changed, symbols_missing=sym_missing,
                       symbols_added=sym_added, needed_missing=need_missing,

@@ -70,6 +70,28 @@ def test_registered_ops_ignore_strings_that_only_look_alike() -> None:
 
 
 @needs_gcc
+@pytest.mark.skipif(shutil.which("objcopy") is None, reason="objcopy is not installed")
+def test_another_host_compiler_in_comment_is_a_difference(tmp_path: Path) -> None:
+    """The official module's .comment names the compiler that built it (vLLM 0.10.0's wheel:
+    "GCC: (Ubuntu 10.5.0-1ubuntu1~20.04) 10.5.0"); a rebuild by another one is a difference."""
+    here = _so(tmp_path, "here")
+    facts = module_facts(here)
+    assert facts.compilers and all(c.startswith("GCC: ") for c in facts.compilers)
+    official = tmp_path / "official.so"
+    note = tmp_path / "comment.bin"
+    note.write_bytes(b"\0GCC: (Ubuntu 10.5.0-1ubuntu1~20.04) 10.5.0\0")
+    subprocess.run(["objcopy", "--remove-section=.comment", f"--add-section=.comment={note}",
+                    str(here), str(official)], check=True)
+    assert module_facts(official).compilers == ("GCC: (Ubuntu 10.5.0-1ubuntu1~20.04) 10.5.0",)
+    [diff] = compare_files(official, here).differences
+    assert diff == (f"was built by {', '.join(facts.compilers)}, the official module by GCC: "
+                    "(Ubuntu 10.5.0-1ubuntu1~20.04) 10.5.0 (another host compiler)")
+    assert compare_files(here, here).differences == ()
+    assert compare_files(official, here).to_json()["official"]["compilers"] == [
+        "GCC: (Ubuntu 10.5.0-1ubuntu1~20.04) 10.5.0"]
+
+
+@needs_gcc
 def test_comparison_names_added_missing_and_changed_ops_symbols_and_needed(tmp_path: Path) -> None:
     official = _so(tmp_path, "official")
     rebuilt = _so(tmp_path, "rebuilt", extra='"moe_sum(Tensor input, Tensor! output, int k) -> ()"',
