@@ -13,6 +13,8 @@ import typer
 
 from auditor.errors import EXIT_INCOMPLETE, EXIT_USAGE, AuditError, InputError
 from auditor.model import FailOn, Scope, StageResult, StageStatus, compute_verdict, exit_code_for
+from auditor.outputs import write_stdout
+from auditor.redaction import redacted_text
 from auditor.report.formats import ReportFormat
 from auditor.stage import Options, stderr_console
 from auditor.textsafe import dump_json
@@ -136,7 +138,7 @@ def _emit_stage(result: StageResult, as_json: bool, options: Options) -> NoRetur
     from auditor.report.console import print_stage
 
     if as_json:
-        sys.stdout.write(dump_json(result.to_json()))
+        write_stdout(dump_json(result.to_json()))
     print_stage(err, result)
     if result.status is StageStatus.NOT_REQUESTED:
         err.print(f"[yellow]the spec has no section for {result.name}: nothing was checked[/yellow]")
@@ -249,7 +251,8 @@ def build(
             text = render(loaded, prepare(loaded, online=online, folder=folder,
                                           progress=lambda m: print(_escape(m), file=sys.stderr,
                                                                    flush=True)))
-            sys.stdout.write("".join(_escape(line) + "\n" for line in text.splitlines()))
+            write_stdout(redacted_text("".join(_escape(line) + "\n"
+                                               for line in text.splitlines())))
         except AuditError as exc:
             _fail(exc)
         raise typer.Exit(0)
@@ -432,7 +435,7 @@ def report(
     if signed is not None:
         err.print(_escape(signed))
     if output is None or str(output) == "-":
-        sys.stdout.write(text)
+        write_stdout(text)
 
 
 @app.command()
@@ -515,7 +518,7 @@ def attest_verify(
     except AuditError as exc:
         _fail(exc)
     if as_json:
-        sys.stdout.write(dump_json(done.statement))
+        write_stdout(dump_json(done.statement))
     err.print(f"[green]verified[/green]: {_escape(str(file))} signed by key {done.keyid}; "
               f"{_escape(done.predicate_type)}")
     for line in (*(f"subject {s}" for s in done.subjects), *done.checked):
@@ -543,7 +546,7 @@ def osv_fetch(
     m = res.meta
     err.print(f"{_escape(str(res.path))}: {m['records']} records, newest {_escape(str(m['date']))}"
               f", sha256 {m['sha256']}; recorded in {_escape(res.sidecar.name)}")
-    sys.stdout.write(dump_json(m))
+    write_stdout(dump_json(m))
 
 
 @app.command()
@@ -599,7 +602,7 @@ def review_plan(
     except AuditError as exc:
         _fail(exc)
     if as_json:
-        sys.stdout.write(dump_json(plan.to_json()))
+        write_stdout(dump_json(plan.to_json()))
     for w in plan.series.warnings:
         err.print(f"[yellow]warning:[/yellow] {_escape(w)}")
     for p in plan.packets:
@@ -659,7 +662,7 @@ def review_status(spec: SpecArg, as_json: Annotated[bool, typer.Option(
     except AuditError as exc:
         _fail(exc)
     if as_json:
-        sys.stdout.write(dump_json(data))
+        write_stdout(dump_json(data))
     err.print(_escape(data["summary"]))
     for name, a in data["by_area"].items():
         err.print(f"  {_escape(name):<12} {a['lines_signed']:>6} / {a['lines_total']:<6} lines, "

@@ -7,7 +7,6 @@ the range-diff summary goes to stderr and, with ``--json``, gate.json to stdout.
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 from rich.console import Console
@@ -16,7 +15,7 @@ from auditor.gate.baseline import check_fits, load_baseline
 from auditor.gate.render import gate_json, gate_markdown, print_gate
 from auditor.gate.result import GateResult, decide
 from auditor.model import exit_code_for
-from auditor.outputs import write_audit_file
+from auditor.outputs import write_audit_file, write_stdout
 from auditor.spec import Spec
 from auditor.stage import Options, stderr_console
 from auditor.textsafe import console_safe
@@ -56,6 +55,5 @@ def run_gate(spec: Spec, baseline: Path, out: Path, options: Options, as_json: b
         console.print(f"signed: {name} (key {signer.keyid})")
     print_gate(console, g)
     if as_json:
-        sys.stdout.write(gate_json(g))
-        sys.stdout.flush()
+        write_stdout(gate_json(g))
     return exit_code_for(g.verdict, options.fail_on)

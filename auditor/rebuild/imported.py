@@ -178,10 +178,10 @@ def write_build_dir(result: StageResult, ctx: Context, out: Path) -> Path | None
                     files[f"{MODULES_DIR}/{m.wheel_path}"] = digest
         kept = ctx.out_dir / KEPT_DIR  # a failed repro check's two builds: evidence, listed
         if kept.is_dir():
-            for src in sorted(p for p in kept.rglob("*") if p.is_file()):
-                name = src.relative_to(ctx.out_dir).as_posix()
+            for each in sorted(p for p in kept.rglob("*") if p.is_file()):
+                name = each.relative_to(ctx.out_dir).as_posix()
                 (directory.tmp / name).parent.mkdir(parents=True, exist_ok=True)
-                shutil.copyfile(src, directory.tmp / name)
+                shutil.copyfile(each, directory.tmp / name)
                 files[name] = sha256_file(directory.tmp / name)
         write_json(directory.tmp / RECORD_FILE, record_for(result, ctx, files).to_json())
         return directory.commit()

@@ -46,7 +46,7 @@ import yaml
 
 from auditor.fsutil import JsonStore
 from auditor.lines import line_ranges as _ranges
-from auditor.scan import cmake, cmdlines, dockerfile, docs, pycoding, pystrings, shellwords
+from auditor.scan import cmake, cmdlines, dockerfile, docs, pool, pycoding, pystrings, shellwords
 from auditor.scan.interface import ScanTarget
 
 DOCKERFILE_READING = "dockerfile-{family}"
@@ -68,13 +68,31 @@ def _digest() -> str:
 DIGEST = _digest()
 
 
-def expand(targets: Sequence[ScanTarget],
-           cache: ReadingCache | None = None) -> list[ScanTarget]:
+def expand(targets: Sequence[ScanTarget], cache: ReadingCache | None = None, *,
+           jobs: int = 1, min_work: int | None = None) -> list[ScanTarget]:
     """Every target, followed by its derived targets (a superseded one is marked so); with a
-    ``cache``, each file's readings are looked up by content first and stored when made."""
+    ``cache``, each file's readings are looked up by content first and stored when made. The
+    readings not cached are made on ``jobs`` processes when there is enough text to pay for
+    them (:func:`auditor.scan.pool.map_in_processes`, ``min_work`` bytes; parsing every Python
+    file is pure per-file work): the same targets as made here (``tests/scan/test_scan_derived_cache.py``)."""
+    made: dict[int, list[ScanTarget]] = {}
+    todo: list[int] = []
+    for i, t in enumerate(targets):
+        got = cache.lookup(t) if cache is not None else None
+        if got is None:
+            todo.append(i)
+        else:
+            made[i] = got
+    fresh = pool.map_in_processes(derive, [targets[i] for i in todo], workers=jobs,
+                                  given=lambda t: t, work=lambda t: len(t.text),
+                                  min_work=min_work)
+    for i, extra in zip(todo, fresh, strict=True):
+        made[i] = extra
+        if cache is not None:
+            cache.put(targets[i], extra)
     out: list[ScanTarget] = []
-    for t in targets:
-        extra = cache.derive(t) if cache is not None else derive(t)
+    for i, t in enumerate(targets):
+        extra = made[i]
         if any(d.derived in (PYTHON_DECODED, PTH_PYTHON) for d in extra):
             t = replace(t, superseded=True)
         out.append(t)
@@ -209,8 +227,15 @@ class ReadingCache:
 
     def derive(self, t: ScanTarget) -> list[ScanTarget]:
         """:func:`derive` of ``t``, from the cache when it holds them."""
-        key = reading_key(t)
-        data = self.store.get(key)
+        got = self.lookup(t)
+        if got is None:
+            got = derive(t)
+            self.put(t, got)
+        return got
+
+    def lookup(self, t: ScanTarget) -> list[ScanTarget] | None:
+        """The readings of ``t`` kept by content (a hit), or None (a miss)."""
+        data = self.store.get(reading_key(t))
         if data is not None and data.get("schema") == _READING_SCHEMA:
             try:
                 got = [_Reading.from_json(r) for r in data["readings"]]
@@ -221,9 +246,11 @@ class ReadingCache:
                 return [_target(t, r.how, r.family, r.text, covers=r.covers,
                                 line_map=r.line_map) for r in got]
         self.misses += 1
-        made = derive(t)
+        return None
+
+    def put(self, t: ScanTarget, made: Sequence[ScanTarget]) -> None:
+        """Keep the readings :func:`derive` made of ``t``."""
         kept = [_Reading(d.derived, d.family, d.text, d.covers, d.line_map).to_json()
                 for d in made if d.family is not None]
         if len(kept) == len(made):  # every reading made again from what is kept
-            self.store.put(key, {"schema": _READING_SCHEMA, "readings": kept})
-        return made
+            self.store.put(reading_key(t), {"schema": _READING_SCHEMA, "readings": kept})

@@ -130,14 +130,15 @@ def run_scan(ws: Workspace, scanners: Sequence[Scanner], config: ScanConfig, wor
     # derived readings (a Dockerfile's shell text, a Python file as the interpreter decodes it)
     # are scanned beside the files; their findings and errors belong to the file's path
     # (kept by content in the cache: deriving parses every Python file)
-    targets = derived_mod.expand(bundle + baseline, derived_mod.ReadingCache(config.cache_dir)
-                                 if config.cache_dir is not None else None)
-    readings, link_findings = _link_readings(links, bundle)
-    targets += readings
     try:
         tally = _Tally()
         versions: dict[str, str] = {}
-        with pool.kept():  # processes the slices start are the taint views' too
+        with pool.kept():  # processes the readings start are the slices' and taint views' too
+            targets = derived_mod.expand(bundle + baseline,
+                                         derived_mod.ReadingCache(config.cache_dir)
+                                         if config.cache_dir is not None else None, jobs=jobs)
+            readings, link_findings = _link_readings(links, bundle)
+            targets += readings
             whole = {t.key: t.sha256 for t in targets}
             targets, sliced = _slice_for_diff(ws, targets, upstream, config, blamer)
             # only files that can have findings: those scanned now, and those with cached ones

@@ -94,9 +94,9 @@ def test_a_build_error_tail_is_redacted_whole_before_its_last_lines_are_kept() -
     key = ("-----BEGIN RSA PRIVATE KEY-----\n" + "\n".join(["QUJDREVGR0hJSktMTU5PUFFSU1RVVldY"] * 9)
            + "\n-----END RSA PRIVATE KEY-----")
     res = SimpleNamespace(returncode=1, stdout="", stderr=f"{key}\nerror: token {TOKEN}\n")
-    sandbox = SimpleNamespace(kind="fake", run=lambda *a, **k: res)
+    sandbox = SimpleNamespace(kind="fake", fixed_root=None, run=lambda *a, **k: res)
     req = SimpleNamespace(module=SimpleNamespace(name="m"), placeholders={}, env={}, build_dir=None,
-                          writable=(), readable=(), umask=0o22, timeout=1)
+                          writable=(), readable=(), umask=0o22, timeout=1, root=None)
     cmd = SimpleNamespace(argv=("nvcc", "-c"), cwd=None, display=lambda p: "nvcc -c")
     builder = NvccBuilder.__new__(NvccBuilder)
     with pytest.raises(BuildFailed) as caught:

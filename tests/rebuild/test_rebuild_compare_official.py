@@ -296,6 +296,16 @@ def test_stage_repro_names_the_first_differing_section_and_the_build_path(upstre
     assert sha256_file(out / cm["kept"]["first"]) == cm["first"]
     assert sha256_file(out / cm["kept"]["second"]) == cm["second"]
     assert not list(out.glob("*.whl"))  # a failed build writes no wheel
+    # a build folder (auditor build --out) carries both, listed in its record by sha256
+    import json
+
+    from auditor.rebuild.imported import RECORD_FILE, write_build_dir
+
+    folder = write_build_dir(result, case.ctx, tmp_path / "build-out")
+    assert folder is not None
+    files = json.loads((folder / RECORD_FILE).read_text())["files"]
+    assert files == {cm["kept"]["first"]: cm["first"], cm["kept"]["second"]: cm["second"]}
+    assert sha256_file(folder / cm["kept"]["second"]) == cm["second"]
 
 
 @needs_nvcc

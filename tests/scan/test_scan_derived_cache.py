@@ -13,7 +13,7 @@ import pytest
 
 import auditor
 from auditor.scan import cache as cache_mod
-from auditor.scan import derived, pystrings
+from auditor.scan import derived, pool, pystrings
 from auditor.scan.files import classify
 from auditor.scan.interface import Origin, ScanTarget
 
@@ -66,6 +66,23 @@ def test_cached_readings_are_the_plain_ones_cold_and_warm(tmp_path: Path) -> Non
     assert (cold.hits, cold.misses) == (0, len(targets))
     warm = derived.ReadingCache(tmp_path)
     assert _fields(derived.expand(targets, warm)) == _fields(plain)
+    assert (warm.hits, warm.misses) == (len(targets), 0)
+
+
+def test_readings_made_in_processes_are_the_plain_ones(tmp_path: Path) -> None:
+    """The readings made on two worker processes (``min_work=0``: whatever the amount), with
+    and without a cache, are the ones made here, in order."""
+    targets = _targets()
+    plain = derived.expand(targets)
+    with pool.kept():
+        assert _fields(derived.expand(targets, jobs=2, min_work=0)) == _fields(plain)
+        cold = derived.ReadingCache(tmp_path)
+        assert _fields(derived.expand(targets, cold, jobs=2, min_work=0)) == _fields(plain)
+        assert (cold.hits, cold.misses) == (0, len(targets))
+        started = pool._kept[-1]
+        assert 2 in started  # the work really went to the processes
+    warm = derived.ReadingCache(tmp_path)
+    assert _fields(derived.expand(targets, warm, jobs=2, min_work=0)) == _fields(plain)
     assert (warm.hits, warm.misses) == (len(targets), 0)
 
 
