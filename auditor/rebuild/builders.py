@@ -14,6 +14,7 @@ the build folder, CMake builds without a build RPATH. The commands are recorded 
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 from abc import ABC, abstractmethod
@@ -142,8 +143,11 @@ class ModuleBuilder(ABC):
         self.before(req)
         steps = list(self.commands(req))
         log: list[str] = []
+        epoch = req.env.get("SOURCE_DATE_EPOCH")
         for cmd in steps:
             self._run(req, sandbox, cmd, log)
+            if epoch is not None and epoch.isdigit():  # what a step generated in the tree
+                clamp_mtimes(req.source_root, int(epoch))
         built = self.output(req)
         final = final_dir / req.module_file
         strip = Command((req.toolchain.strip, "--strip-unneeded", "-o", str(final), str(built)),
@@ -175,6 +179,26 @@ class ModuleBuilder(ABC):
                 f"module {req.module.name}: `{shlex.join(cmd.argv[:2])} …` failed with exit code "
                 f"{res.returncode} inside the {sandbox.kind} sandbox"
                 + (": " + " | ".join(line.strip() for line in tail) if tail else ""))
+
+
+def clamp_mtimes(tree: Path, epoch: int) -> int:
+    """Set every file of ``tree`` modified after ``epoch`` to ``epoch`` (links themselves, not
+    their targets); the number changed. A step that writes sources into the tree (vLLM's
+    configure generates the Marlin MoE kernels into csrc/) leaves them with the time of that
+    build, and nvcc names each translation unit after its source's mtime when the unit defines
+    nothing of its own (explicit instantiations only): the module id, and with it every
+    anonymous namespace in ``.rodata`` and ``.nv_fatbin``, then differs from build to build."""
+    changed = 0
+    for folder, _dirs, files in os.walk(tree):
+        for name in files:
+            path = os.path.join(folder, name)
+            try:
+                if os.lstat(path).st_mtime > epoch:
+                    os.utime(path, (epoch, epoch), follow_symlinks=False)
+                    changed += 1
+            except OSError:
+                continue  # gone meanwhile, or not ours to change: nvcc reads what is there
+    return changed
 
 
 def in_sandbox(root: Path | None, fixed: str | None) -> Callable[[str], str]:

@@ -341,6 +341,54 @@ def test_bwrap_shows_both_builds_one_root_so_a_path_in_the_bytes_is_reproducible
     assert not (case.ctx.out_dir / "not-reproducible").exists()
 
 
+CM_GEN = CM_WHERE.replace(
+    'target_compile_definitions(_cm PRIVATE "BUILT_IN=\\"${CMAKE_BINARY_DIR}\\"")\n', "").replace(
+    "add_library(_cm SHARED cm.c)",
+    '# a source written into the tree while configuring (vLLM generates its Marlin kernels so)\n'
+    'file(WRITE "${CMAKE_SOURCE_DIR}/gen.c" "const char *tiny_when = __TIMESTAMP__;\\n")\n'
+    "add_library(_cm SHARED cm.c gen.c)")
+CM_GEN_C = '#include "tinydep.h"\nint tiny_cm(int x) { return x + TINYDEP_ONE; }\n'
+
+
+@needs_nvcc
+@pytest.mark.skipif(shutil.which("cmake") is None, reason="cmake is not installed")
+def test_a_source_generated_while_configuring_gets_the_epoch_as_its_time(  # type: ignore[no-untyped-def]
+        upstream, tmp_path: Path) -> None:
+    """The configure step writes gen.c into the source tree; its mtime (read by GCC's
+    __TIMESTAMP__, and by nvcc for the module id of a unit that defines nothing of its own) is
+    set to SOURCE_DATE_EPOCH before the build step, so both builds agree."""
+    import time
+
+    from buildcase import make_case, make_series, recipe_text, run_build
+
+    from auditor.rebuild.builders import clamp_mtimes
+
+    assert CM_GEN != CM_WHERE and "__TIMESTAMP__" in CM_GEN and "BUILT_IN" not in CM_GEN
+    branch = make_series(upstream, "generated", [{"cmk/CMakeLists.txt": CM_GEN,
+                                                  "cmk/cm.c": CM_GEN_C}])
+    recipe = recipe_text(upstream, extra='[sandbox]\nkind = "bwrap"\n')
+    case = make_case(upstream, tmp_path, branch, repro=True, recipe=recipe)
+    result = run_build(case)
+    data = result.to_json()
+    assert data["reproducible"] is True, result.reasons
+    epoch = data["source_date_epoch"]
+    gen = case.ctx.workdir / "build-a" / "src" / "cmk" / "gen.c"
+    assert gen.is_file() and int(gen.stat().st_mtime) == epoch
+    built = next(case.ctx.workdir.glob("build-a/build/cm/out/_cm*.so"))
+    assert time.asctime(time.gmtime(epoch)).encode() in built.read_bytes()
+    # the clamp itself: only what is newer than the epoch, links not followed
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / "old.c").write_text("x")
+    (tree / "new.c").write_text("y")
+    os.utime(tree / "old.c", (epoch - 10, epoch - 10))
+    (tree / "link.c").symlink_to(tree / "old.c")
+    assert clamp_mtimes(tree, epoch) == 2  # new.c and the link
+    assert int((tree / "old.c").stat().st_mtime) == epoch - 10
+    assert int((tree / "new.c").stat().st_mtime) == epoch
+    assert int(os.lstat(tree / "link.c").st_mtime) == epoch
+
+
 @needs_nvcc
 def test_a_module_too_big_for_this_machine_is_not_built_and_the_stage_is_incomplete(  # type: ignore[no-untyped-def]
         upstream, tmp_path: Path) -> None:
