@@ -78,9 +78,11 @@ def write_packets(plan: Plan, out: Path, findings: Findings, spec_name: str) -> 
     """plan.json plus ``packet-<name>.md`` and ``.html`` for each reviewer, into ``out``."""
     out.mkdir(parents=True, exist_ok=True)
     written = []
-    for p in plan.packets:
-        for ext, text in (("md", packet_markdown(plan, p, findings, spec_name)),
-                          ("html", packet_html(plan, p, findings, spec_name))):
+    clean, clean_findings = redacted_plan(plan, findings)  # once for every packet and format
+    for p, cp in zip(plan.packets, clean.packets, strict=True):
+        for ext, text in (
+                ("md", from_redacted(_packet_markdown(clean, cp, clean_findings, spec_name))),
+                ("html", from_redacted(_packet_html(clean, cp, clean_findings, spec_name)))):
             target = out / f"{file_stem(p.reviewer)}.{ext}"
             write_audit_file(target, text)
             written.append(target)
@@ -90,38 +92,31 @@ def write_packets(plan: Plan, out: Path, findings: Findings, spec_name: str) -> 
     return written
 
 
-@dataclass(frozen=True)
-class RedactedPacket:
-    """What one packet is made of, every untrusted string in it redacted (:func:`redacted_plan`)."""
-
-    plan: Plan
-    packet: Packet
-    findings: Findings
-
-
-def redacted_plan(plan: Plan, p: Packet, findings: Findings) -> RedactedPacket:
-    """The plan, the packet and the findings with every string from the series redacted: the one
-    pass a packet is made from (before it is escaped, after which a secret is no longer
-    recognised). Ids and digests stay: they are hex."""
-    def hunk(h: Hunk) -> Hunk:
-        return replace(h, path=redact(h.path), header=redact(h.header), text=redact(h.text))
-
+def redacted_plan(plan: Plan, findings: Findings) -> tuple[Plan, Findings]:
+    """The plan (its packets among it) and the findings with every string from the series
+    redacted: the one pass packets are made from (before they are escaped, after which a secret
+    is no longer recognised). Ids and digests stay: they are hex."""
     def finding(f: Finding) -> Finding:
         return Finding.from_json(redact_tree(f.to_json()))
 
     series = replace(plan.series,
                      commits=tuple(SeriesCommit.from_json(redact_tree(c.to_json()))
                                    for c in plan.series.commits),
-                     hunks=tuple(hunk(h) for h in plan.series.hunks),
+                     hunks=tuple(_redacted_hunk(h) for h in plan.series.hunks),
                      warnings=tuple(redact(w) for w in plan.series.warnings))
-    packets = tuple(replace(q, reviewer=redact(q.reviewer), hunks=tuple(hunk(h) for h in q.hunks))
-                    for q in plan.packets)
     clean = Findings(by_hunk={k: tuple(finding(f) for f in v) for k, v in findings.by_hunk.items()},
                      source=redact(findings.source),
                      unchecked={k: redact(v) for k, v in findings.unchecked.items()})
-    return RedactedPacket(replace(plan, series=series, packets=packets),
-                          replace(p, reviewer=redact(p.reviewer), hunks=tuple(hunk(h) for h in p.hunks)),
-                          clean)
+    return (replace(plan, series=series, packets=tuple(_redacted_packet(q) for q in plan.packets)),
+            clean)
+
+
+def _redacted_hunk(h: Hunk) -> Hunk:
+    return replace(h, path=redact(h.path), header=redact(h.header), text=redact(h.text))
+
+
+def _redacted_packet(p: Packet) -> Packet:
+    return replace(p, reviewer=redact(p.reviewer), hunks=tuple(_redacted_hunk(h) for h in p.hunks))
 
 
 def _groups(plan: Plan, p: Packet) -> list[tuple[str, str, tuple[str, ...], list[Hunk]]]:
@@ -166,8 +161,8 @@ def fence(text: str) -> str:
 
 def packet_markdown(plan: Plan, p: Packet, findings: Findings, spec_name: str) -> Redacted:
     """The packet in Markdown, made from :func:`redacted_plan`."""
-    clean = redacted_plan(plan, p, findings)
-    return from_redacted(_packet_markdown(clean.plan, clean.packet, clean.findings, spec_name))
+    clean, clean_findings = redacted_plan(plan, findings)
+    return from_redacted(_packet_markdown(clean, _redacted_packet(p), clean_findings, spec_name))
 
 
 def _packet_markdown(plan: Plan, p: Packet, findings: Findings, spec_name: str) -> str:
@@ -239,8 +234,8 @@ def _h(value: object) -> str:
 
 def packet_html(plan: Plan, p: Packet, findings: Findings, spec_name: str) -> Redacted:
     """The packet as a self-contained HTML page, made from :func:`redacted_plan`."""
-    clean = redacted_plan(plan, p, findings)
-    return from_redacted(_packet_html(clean.plan, clean.packet, clean.findings, spec_name))
+    clean, clean_findings = redacted_plan(plan, findings)
+    return from_redacted(_packet_html(clean, _redacted_packet(p), clean_findings, spec_name))
 
 
 def _packet_html(plan: Plan, p: Packet, findings: Findings, spec_name: str) -> str:
