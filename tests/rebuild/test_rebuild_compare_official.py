@@ -260,24 +260,33 @@ CM_WHERE_C = ('#include "tinydep.h"\nconst char *tiny_built_in = BUILT_IN;\n'
               "int tiny_cm(int x) { return x + TINYDEP_ONE; }\n")
 
 
+def _repro_build(upstream, tmp_path: Path, sandbox: str, name: str,  # type: ignore[no-untyped-def]
+                 files: dict[str, str], extra: str = ""):
+    """The CMake module ``files`` built twice (repro) in the ``sandbox`` kind; a skip naming
+    why where that sandbox is not usable here. (case, result)"""
+    from buildcase import make_case, make_series, recipe_text, run_build
+
+    from auditor.rebuild.sandbox import _probe
+
+    problem = _probe(sandbox, str(tmp_path))
+    if problem is not None:
+        pytest.skip(f"{sandbox} not usable here: {problem}")
+    branch = make_series(upstream, name, [files])
+    recipe = recipe_text(upstream, extra=f'[sandbox]\nkind = "{sandbox}"\n{extra}')
+    case = make_case(upstream, tmp_path, branch, repro=True, recipe=recipe)
+    return case, run_build(case)
+
+
 @needs_nvcc
 @pytest.mark.skipif(shutil.which("cmake") is None, reason="cmake is not installed")
 def test_stage_repro_names_the_first_differing_section_and_the_build_path(upstream,  # type: ignore[no-untyped-def]
                                                                           tmp_path: Path) -> None:
-    from buildcase import make_case, make_series, recipe_text, run_build
-
     from auditor.model import StageStatus
-    from auditor.rebuild.sandbox import _probe
 
-    problem = _probe("unshare", str(tmp_path))
-    if problem is not None:
-        pytest.skip(f"unshare not usable here (the sandbox that keeps host paths): {problem}")
-    branch = make_series(upstream, "where", [{"cmk/CMakeLists.txt": CM_WHERE,
-                                              "cmk/cm.c": CM_WHERE_C}])
     # unshare runs the commands at the host paths: the two builds' folders reach the bytes
-    recipe = recipe_text(upstream, extra='[sandbox]\nkind = "unshare"\naccept_host_files = true\n')
-    case = make_case(upstream, tmp_path, branch, repro=True, recipe=recipe)
-    result = run_build(case)
+    case, result = _repro_build(upstream, tmp_path, "unshare", "where",
+                                {"cmk/CMakeLists.txt": CM_WHERE, "cmk/cm.c": CM_WHERE_C},
+                                extra="accept_host_files = true\n")
     assert result.to_json()["sandbox"]["build_root"] is None
     data = result.to_json()
     assert data["reproducible"] is False and result.status is StageStatus.FAILED
@@ -315,19 +324,10 @@ def test_bwrap_shows_both_builds_one_root_so_a_path_in_the_bytes_is_reproducible
     """The same module that embeds its build folder, in bwrap: both builds (two host folders)
     are compiled at /auditor-build, so the path in the bytes is the same and the builds agree
     (nvcc hashes the source path into module ids the same way)."""
-    from buildcase import make_case, make_series, recipe_text, run_build
-
     from auditor.model import StageStatus
-    from auditor.rebuild.sandbox import _probe
 
-    problem = _probe("bwrap", str(tmp_path))
-    if problem is not None:
-        pytest.skip(f"bwrap not usable here: {problem}")
-    branch = make_series(upstream, "where-fixed", [{"cmk/CMakeLists.txt": CM_WHERE,
-                                                    "cmk/cm.c": CM_WHERE_C}])
-    recipe = recipe_text(upstream, extra='[sandbox]\nkind = "bwrap"\n')
-    case = make_case(upstream, tmp_path, branch, repro=True, recipe=recipe)
-    result = run_build(case)
+    case, result = _repro_build(upstream, tmp_path, "bwrap", "where-fixed",
+                                {"cmk/CMakeLists.txt": CM_WHERE, "cmk/cm.c": CM_WHERE_C})
     data = result.to_json()
     assert data["sandbox"]["build_root"] == "/auditor-build"
     assert data["reproducible"] is True, result.reasons
@@ -359,16 +359,11 @@ def test_a_source_generated_while_configuring_gets_the_epoch_as_its_time(  # typ
     set to SOURCE_DATE_EPOCH before the build step, so both builds agree."""
     import time
 
-    from buildcase import make_case, make_series, recipe_text, run_build
-
     from auditor.rebuild.builders import clamp_mtimes
 
     assert CM_GEN != CM_WHERE and "__TIMESTAMP__" in CM_GEN and "BUILT_IN" not in CM_GEN
-    branch = make_series(upstream, "generated", [{"cmk/CMakeLists.txt": CM_GEN,
-                                                  "cmk/cm.c": CM_GEN_C}])
-    recipe = recipe_text(upstream, extra='[sandbox]\nkind = "bwrap"\n')
-    case = make_case(upstream, tmp_path, branch, repro=True, recipe=recipe)
-    result = run_build(case)
+    case, result = _repro_build(upstream, tmp_path, "bwrap", "generated",
+                                {"cmk/CMakeLists.txt": CM_GEN, "cmk/cm.c": CM_GEN_C})
     data = result.to_json()
     assert data["reproducible"] is True, result.reasons
     epoch = data["source_date_epoch"]
