@@ -27,7 +27,7 @@ from auditor.errors import EXIT_POLICY, AuditError
 from auditor.fsutil import sha256_file
 from auditor.rebuild.globs import matches
 from auditor.rebuild.recipe import BuilderKind, CMakeRecipe, ModuleRecipe, NvccRecipe
-from auditor.rebuild.sandbox import Sandbox, Unsandboxed
+from auditor.rebuild.sandbox import Sandbox, Unsandboxed, write_compile_launcher
 from auditor.rebuild.toolchain import Toolchain
 from auditor.redaction import last_lines
 
@@ -72,6 +72,14 @@ class BuildRequest:
     # the folder holding source_root and build_dir; a sandbox with a fixed_root mounts it there
     # and the commands name every path under it by that fixed path (the same for every build)
     root: Path | None = None
+    # each nvcc call through the sandbox's compile launcher (its own PID and mount namespaces,
+    # an empty /tmp): nvcc's process-id-derived names are then the same in every build
+    isolate_compiles: bool = False
+
+    @property
+    def launcher(self) -> Path:
+        """Where :meth:`ModuleBuilder.build` writes the compile launcher."""
+        return self.build_dir / "auditor-compile"
 
     @property
     def placeholders(self) -> dict[str, str]:
@@ -140,6 +148,8 @@ class ModuleBuilder(ABC):
         req.build_dir.mkdir(parents=True, exist_ok=True)
         final_dir = req.build_dir / "out"
         final_dir.mkdir(exist_ok=True)
+        if req.isolate_compiles:
+            write_compile_launcher(req.build_dir)
         self.before(req)
         steps = list(self.commands(req))
         log: list[str] = []
@@ -224,7 +234,8 @@ class NvccBuilder(ModuleBuilder):
 
     def commands(self, req: BuildRequest) -> tuple[Command, ...]:
         spec = self._spec(req)
-        argv = [req.toolchain.nvcc, "-shared", "-Xcompiler", "-fPIC", "-ccbin", req.toolchain.cxx,
+        argv = [str(req.launcher)] if req.isolate_compiles else []
+        argv += [req.toolchain.nvcc, "-shared", "-Xcompiler", "-fPIC", "-ccbin", req.toolchain.cxx,
                 *gencode_flags(req.archs)]
         for pm in req.prefix_maps:
             argv += ["-Xcompiler", pm]
@@ -285,6 +296,8 @@ class CMakeBuilder(ModuleBuilder):
             configure += [f"-DCMAKE_CUDA_COMPILER={tc.nvcc}", f"-DCMAKE_CUDA_HOST_COMPILER={tc.cxx}",
                           "-DCMAKE_CUDA_FLAGS=" + " ".join(f"-Xcompiler={m}"
                                                            for m in req.prefix_maps)]
+            if req.isolate_compiles:
+                configure.append(f"-DCMAKE_CUDA_COMPILER_LAUNCHER={req.launcher}")
         for name, folder in sorted(spec.fetchcontent.items()):
             configure.append(f"-DFETCHCONTENT_SOURCE_DIR_{name.upper()}={folder}")
         configure += list(spec.configure_args)

@@ -116,6 +116,10 @@ def _ordered_sections(path: Path) -> list[tuple[str, int, bytes | None]]:
 _TIME_RE = re.compile(rb"\b\d{2}:\d{2}:\d{2}\b|\b(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)"
                       rb" [ \d]\d \d{4}\b")
 _TMP_RE = re.compile(rb"tmpxft_[0-9a-f]+_[0-9a-f]+|/tmp/[\w.-]+|cc[A-Za-z0-9]{6}\.o")
+# nvcc's name for a translation unit's anonymous namespace: _GLOBAL__N__<path hash>_<len>_<file>_
+# <suffix>[_<process id>]; the suffix comes from the source's mtime and the id from the front end
+# where the unit defines nothing of its own
+_MODULE_ID_RE = re.compile(rb"_GLOBAL__N__[0-9a-f]{8}_\d+_\w+?_[0-9a-f]{8}(?:_\d+)?(?=\d*[A-Za-z])")
 
 
 def _cause(name: str, a: bytes, b: bytes, roots: tuple[bytes, bytes]) -> str:
@@ -129,6 +133,9 @@ def _cause(name: str, a: bytes, b: bytes, roots: tuple[bytes, bytes]) -> str:
         return "a timestamp (__DATE__/__TIME__ or a tool's build time)"
     if set(_TMP_RE.findall(a)) != set(_TMP_RE.findall(b)):
         return "a temporary file name (nvcc's tmpxft_<pid> names, compiler temp files)"
+    if set(_MODULE_ID_RE.findall(a)) != set(_MODULE_ID_RE.findall(b)):
+        return ("nvcc's module id in an anonymous namespace's name (it ends with the source's "
+                "mtime and, for a unit that defines nothing of its own, a process id)")
     if name.startswith((".debug", ".zdebug")):
         return "debug information"
     return "unknown (different code or data; compare the two files with diffoscope)"

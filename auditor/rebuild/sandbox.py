@@ -34,6 +34,32 @@ from auditor.rebuild.recipe import SandboxKind
 # The command every sandbox wraps: set the umask, then exec the real program.
 _UMASK_SHIM = ('umask "$1" && shift && exec "$@"',)
 
+# The compiler launcher (``ISOLATED_COMPILE``): one compiler call in PID and mount namespaces of
+# its own, with an empty private /tmp as TMPDIR. nvcc names a translation unit's module id (and
+# with it every anonymous namespace in ``.rodata`` and ``.nv_fatbin``) and its temporary files
+# after process ids; in one sandbox for the whole build those depend on how ``ninja -j N``
+# interleaves the compiles, so two builds differ by a few bytes. In a fresh PID namespace every
+# compile starts at process 1 and spawns its helpers in the same order: the ids are the same in
+# every build, and the private /tmp keeps parallel compiles' equal temporary names apart.
+ISOLATED_COMPILE = """#!/bin/sh
+# written by auditor: run one compile in its own PID and mount namespaces with an empty /tmp
+exec unshare --user --map-root-user --pid --fork --kill-child --mount /bin/sh -c \\
+  'mount -t tmpfs -o mode=1777 auditor-tmp /tmp && TMPDIR=/tmp && export TMPDIR && exec "$@"' \\
+  sh "$@"
+"""
+
+
+#: what ``sandbox.compile_isolation`` says when :data:`ISOLATED_COMPILE` works
+ISOLATION_DONE = "each nvcc call in its own PID and mount namespaces, with an empty /tmp"
+
+
+def write_compile_launcher(folder: Path) -> Path:
+    """Write :data:`ISOLATED_COMPILE` as ``folder/auditor-compile`` (executable); its path."""
+    path = folder / "auditor-compile"
+    path.write_text(ISOLATED_COMPILE, encoding="utf-8")
+    path.chmod(0o755)
+    return path
+
 
 class Sandbox(ABC):
     """Runs one command with a fixed environment in an isolated place."""
@@ -181,6 +207,22 @@ def network_interfaces(sandbox: Sandbox, scratch: Path) -> list[str]:
         if ":" in line:
             names.append(line.split(":", 1)[0].strip())
     return names
+
+
+def compile_isolation(sandbox: Sandbox, scratch: Path) -> str | None:
+    """None when :data:`ISOLATED_COMPILE` works inside ``sandbox`` (the command it starts is
+    process 1 and sees an empty /tmp), else why not (user namespaces not allowed there, no
+    ``unshare``): the build then runs without it and says so."""
+    scratch.mkdir(parents=True, exist_ok=True)
+    launcher = write_compile_launcher(scratch)
+    check = 'test "$$" = 1 && test -z "$(ls -A /tmp)" && test "$TMPDIR" = /tmp'
+    res = sandbox.run([str(launcher), "/bin/sh", "-c", check], cwd=scratch, writable=[scratch],
+                      env={"PATH": "/usr/bin:/bin", "LC_ALL": "C"}, timeout=60)
+    if res.returncode == 0:
+        return None
+    tail = (res.stderr.strip() or res.stdout.strip()).splitlines()[-1:]
+    return (f"a compile in its own PID and mount namespaces fails inside {sandbox.kind} "
+            f"(exit {res.returncode}" + (f": {tail[0]}" if tail else "") + ")")
 
 
 @functools.lru_cache(maxsize=8)

@@ -58,7 +58,7 @@ from auditor.rebuild.plan import (
 )
 from auditor.rebuild.prepare import check_prepared, stand_ins
 from auditor.rebuild.recipe import BuilderKind, ModuleRecipe, Recipe, load_recipe
-from auditor.rebuild.sandbox import Sandbox, select_sandbox
+from auditor.rebuild.sandbox import ISOLATION_DONE, Sandbox, compile_isolation, select_sandbox
 from auditor.rebuild.toolchain import Toolchain, compare, detect
 from auditor.rebuild.wheel import (
     UnpackedWheel,
@@ -132,6 +132,7 @@ class _BuildRun:
         self.comparisons: dict[str, Comparison] = {}  # wheel path -> rebuilt against official
         self.abis: dict[str, Abi] = {}  # wheel path -> build a's exports against official
         self.by_policy: set[str] = set()  # fingerprints whose action the policy decides
+        self.isolate_compiles = False  # set where the sandbox is chosen
         self.reasons: list[str] = []
         self.not_checked: list[str] = []
         self.data = BuildData(
@@ -435,7 +436,12 @@ class _BuildRun:
                 fingerprint=fingerprint_of("build.toolchain-mismatch", recipe.path.name,
                                            diff))))
         sandbox = select_sandbox(recipe.sandbox.kind, self.ctx.workdir / "sandbox-probe")
-        self.note(sandbox=sandbox.describe())
+        problem = compile_isolation(sandbox, self.ctx.workdir / "sandbox-probe")
+        self.isolate_compiles = problem is None
+        self.note(sandbox={**sandbox.describe(),
+                           # how each nvcc call ran: alone (the same process ids in every
+                           # build) or, where the sandbox cannot nest namespaces, why not
+                           "compile_isolation": problem or ISOLATION_DONE})
         return toolchain, sandbox
 
     def policy_finding(self, f: Finding) -> Finding:
@@ -499,7 +505,7 @@ class _BuildRun:
                                umask=v.umask, jobs=self.ctx.options.jobs,
                                timeout=self.recipe.sandbox.timeout,
                                readable=tuple(dict.fromkeys(readable)), writable=(v.root,),
-                               root=v.root)
+                               root=v.root, isolate_compiles=self.isolate_compiles)
             self.ctx.progress(f"build {v.label}: {d.module.name} ({d.module.builder.value})")
             built[d.module.wheel_path] = builder_for(d.module.builder).build(req, sandbox)
         return built
