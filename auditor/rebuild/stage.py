@@ -365,8 +365,11 @@ class _BuildRun:
         tmp = self.ctx.workdir / "download"
         tmp.mkdir(parents=True, exist_ok=True)
         with self.ctx.status(f"downloading {w.requirement}"):
+            # name===version, pip's exact match: `==` also admits a local build (1.0+cpu),
+            # which pip prefers where a find-links folder holds one
+            exact = w.requirement.replace("==", "===", 1)
             run([sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary", ":all:",
-                 "--dest", str(tmp), w.requirement], timeout=3600)
+                 "--dest", str(tmp), exact], timeout=3600)
         got = sorted(tmp.glob("*.whl"))
         if len(got) != 1:
             raise InputError(f"pip download {w.requirement} gave {len(got)} wheels, expected one")

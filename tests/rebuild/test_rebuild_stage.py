@@ -406,6 +406,12 @@ def test_requirement_is_fetched_with_online_and_then_cached(upstream, tmp_path, 
     links = tmp_path / "index"
     links.mkdir()
     (links / upstream.wheel.name).write_bytes(upstream.wheel.read_bytes())
+    # a local build of the same release beside it, which pip prefers for `tinyeng==1.0.0`: the
+    # stage asks for the exact version (`===`), so the pinned wheel is the one fetched
+    from auditor.rebuild.wheel import write_wheel
+
+    local = write_wheel(links, "tinyeng", "1.0.0+cpu", {"tinyeng/__init__.py": b"LOCAL = 1\n"})
+    assert local.name.startswith("tinyeng-1.0.0+cpu-")
     monkeypatch.setenv("PIP_NO_INDEX", "1")
     monkeypatch.setenv("PIP_FIND_LINKS", str(links))
     monkeypatch.setenv("AUDITOR_CACHE", str(tmp_path / "cache"))
