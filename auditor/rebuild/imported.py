@@ -31,13 +31,16 @@ import zipfile
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from auditor.errors import InputError, SpecError
 from auditor.fsutil import relative_path, sha256_file
 from auditor.model import Finding, StageResult, StageStatus, Workspace, status_for
 from auditor.results.build import KEPT_DIR, BuildData, ImportedBuild
 from auditor.stage import Context
+
+if TYPE_CHECKING:
+    from auditor.policy import Policy
 
 BUILD_DIR_SCHEMA = "auditor/build/v1"  # the folder's marker
 RECORD_SCHEMA = "auditor/build-record/v1"
@@ -279,10 +282,13 @@ class _Import:
             if data.wheel is not None:
                 ctx.out_dir.mkdir(parents=True, exist_ok=True)
                 shutil.copyfile(self.folder / data.wheel.file, ctx.out_dir / data.wheel.file)
-        from auditor.policy import EXPIRED_RULE
+        from auditor.policy import EXPIRED_RULE, policy_of
+        from auditor.rebuild.stage import POLICY_RULES
 
-        findings = tuple(_unwaived(f) for f in record.stage.findings
-                         if f.rule != EXPIRED_RULE)  # this audit's waivers decide
+        # this audit's policy and waivers decide, not those of the audit that built it
+        policy = policy_of(ctx.spec)
+        findings = tuple(_ruled(_unwaived(f), policy, POLICY_RULES) for f in record.stage.findings
+                         if f.rule != EXPIRED_RULE)
         reasons = (*record.stage.reasons, *self.reasons)
         return StageResult("build", status_for(findings, record.stage.not_checked, reasons), data,
                            findings=findings, not_checked=record.stage.not_checked,
@@ -377,6 +383,11 @@ class _Import:
 
 def _unwaived(f: Finding) -> Finding:
     return replace(f, waived=False, waiver=None) if f.waived else f
+
+
+def _ruled(f: Finding, policy: Policy, rules: frozenset[str]) -> Finding:
+    """``f`` with the action ``policy`` gives it, where its rule is one the policy decides."""
+    return policy.apply([f])[0] if f.rule in rules else f
 
 
 # ------------------------------------------------------------------ the recipe, for the plan only

@@ -119,6 +119,14 @@ class BuildStage(Stage):
         return _BuildRun(ctx).run()
 
 
+#: the build's findings whose action the audit's policy decides (the others' action is the
+#: stage's own: a build that fails is never a matter of policy); an imported build's findings of
+#: these rules are ruled again by the importing audit's policy (auditor.rebuild.imported)
+POLICY_RULES = frozenset({"build.toolchain-mismatch", "build.bundle-binary",
+                          "build.abi-weak-symbols-missing", "build.abi-kernel-symbols-hidden",
+                          "build.differs-from-official"})
+
+
 class _BuildRun:
     """One build stage run; its findings and reasons accumulate, the result is made at the end."""
 
@@ -449,6 +457,7 @@ class _BuildRun:
 
     def policy_finding(self, f: Finding) -> Finding:
         """Mark ``f`` for the policy's action (applied with the waivers in :meth:`result`)."""
+        assert f.rule in POLICY_RULES, f.rule  # an imported build's are ruled again by rule
         self.by_policy.add(f.fingerprint)
         return f
 

@@ -183,6 +183,31 @@ def test_another_recipe_fails_the_build_naming_the_field(demo: dict[str, Any],
     assert any("recipe.sha256" in r for r in build.reasons), build.reasons
 
 
+def test_the_importing_audits_policy_rules_the_imported_findings(demo: dict[str, Any],
+                                                                  tmp_path: Path) -> None:
+    """The build was judged by the building audit's policy (the demo's prebuilt binary blocks);
+    an audit whose policy rules that finding otherwise gets its own action, not the record's."""
+    from auditor.spec import POLICIES_DIR
+
+    rule = "build.bundle-binary"
+    [blocked] = [f for f in demo["one_host"]["build"].findings if f.rule == rule]
+    assert blocked.action.value == "block"
+    example = tmp_path / "example"
+    shutil.copytree(demo["spec"].parent, example, symlinks=True)
+    default = (POLICIES_DIR / "default.toml").read_text()
+    first = default.index("[[override]]")
+    (example / "own-policy.toml").write_text(
+        default[:first] + f'[[override]]\nrule = "{rule}"\naction = "info"\n' + default[first:])
+    spec = example / "audit.toml"
+    text = spec.read_text()
+    assert 'scope = "diff"' in text
+    spec.write_text(text.replace('scope = "diff"', 'scope = "diff"\npolicy = "own-policy.toml"', 1))
+    build = _run(spec, tmp_path / "runner", demo["out"])["build"]
+    assert not build.reasons, build.reasons  # the same build, imported
+    [ruled] = [f for f in build.findings if f.rule == rule]
+    assert ruled.action.value == "info" and ruled.fingerprint == blocked.fingerprint
+
+
 def test_a_record_that_built_other_modules_than_the_plan_fails(demo: dict[str, Any],
                                                                tmp_path: Path) -> None:
     """A record (consistent in itself) that compiled nothing, where this audit's plan rebuilds
