@@ -23,7 +23,7 @@ import yaml
 
 from auditor.lines import line_ranges as _ranges
 from auditor.lines import split_lines
-from auditor.scan import cmake
+from auditor.scan import cmake, pyast
 from auditor.scan.dockerfile import Reading
 
 _SHELLS = frozenset({"sh", "bash", "dash", "ash", "zsh", "ksh"})
@@ -422,7 +422,7 @@ def _python(text: str, lines: list[str], out: list[str]) -> None:
     if not _PY_HINT.search(text):
         return
     try:
-        tree = ast.parse(text)
+        tree = pyast.parse(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return
     names = _py_assignments(tree)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import re
+import threading
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -31,6 +32,26 @@ _COMPOUND_FIELDS = ("body", "orelse", "finalbody", "handlers", "cases")
 _ODD_ASCII = "\r\x0b\x0c\x1c\x1d\x1e"
 
 
+# the tree of the text this process parsed last (:func:`parse`); one only: many live trees make
+# every garbage collection walk their nodes (remembering 8 MB of source cost more than it saved)
+_last: list[tuple[str, ast.Module]] = []
+_last_lock = threading.Lock()
+
+
+def parse(text: str) -> ast.Module:
+    """``ast.parse(text)``, the same tree when the text is the one this process parsed last:
+    the readings of one file (its command lines, then its code strings) are made from one text
+    one after the other, and none of them changes a tree. A text that does not parse raises as
+    ``ast.parse`` does, every time (errors are not remembered)."""
+    with _last_lock:
+        if _last and _last[0][0] == text:
+            return _last[0][1]
+    tree = ast.parse(text)
+    with _last_lock:
+        _last[:] = [(text, tree)]
+    return tree
+
+
 @dataclass(frozen=True)
 class Slice:
     """A text with function bodies left out: its text (same line count) and what was left out."""
@@ -46,7 +67,7 @@ def parse_sliceable(text: str) -> ast.Module | None:
     if odd_characters(text):
         return None
     try:
-        return ast.parse(text)
+        return parse(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
 

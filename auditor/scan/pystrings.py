@@ -21,6 +21,8 @@ import ast
 import textwrap
 from dataclasses import dataclass
 
+from auditor.scan import pyast
+
 _EXEC = frozenset({"exec", "eval", "compile"})
 # calls that run a program, a file or a module: a file written beside one is meant to run
 _RUNNERS = frozenset({"system", "popen", "startfile", "Popen", "run", "call", "check_call",
@@ -45,7 +47,7 @@ class StringCode:
 def reading(text: str) -> StringCode | None:
     """The code strings of a Python file, or None when it has none (or does not parse)."""
     try:
-        tree = ast.parse(text)
+        tree = pyast.parse(text)
     except (SyntaxError, ValueError):
         return None
     if not _may_hold_code(tree):  # one walk: most files give no string to run at all

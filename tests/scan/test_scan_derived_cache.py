@@ -132,3 +132,35 @@ def test_the_key_covers_what_can_change_a_reading(monkeypatch: pytest.MonkeyPatc
     monkeypatch.undo()
     monkeypatch.setattr(derived, "DIGEST", "changed")
     assert derived.reading_key(t) != base
+
+
+def test_remembered_trees_give_the_readings_fresh_ones_give(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``pyast.parse`` hands out one tree per text; the readings made with every tree parsed
+    afresh (the plain path) are the same, slices and taint views included."""
+    import ast
+
+    from auditor.scan import diffslice, pyast, taintviews
+    from auditor.scan import rules as rules_mod
+    from auditor.scan.prefilter import Prefilter
+
+    targets = [t for t in _targets() if t.family == "python"]
+    assert len(targets) > 10
+    pfs = [Prefilter(m.prefilter, m.sink_group) for m in rules_mod.load_rule_meta().values()
+           if m.prefilter and m.taint]
+    assert pfs
+
+    def later_readings() -> list[object]:
+        out: list[object] = []
+        for t in targets:
+            out.append(diffslice.slice_python(t.text, {1, 2}))
+            out.append(taintviews.taint_views(t.text, [p for p in pfs if p.admits(t.text)]))
+        return out
+
+    remembered = (_fields(derived.expand(targets)), later_readings())
+    again = (_fields(derived.expand(targets)), later_readings())  # the trees now come remembered
+    text = targets[0].text
+    assert pyast.parse(text) is pyast.parse(text)
+    assert ast.dump(pyast.parse(text)) == ast.dump(ast.parse(text))
+    monkeypatch.setattr(pyast, "parse", ast.parse)  # the plain path: a fresh tree every time
+    fresh = (_fields(derived.expand(targets)), later_readings())
+    assert remembered == again == fresh
