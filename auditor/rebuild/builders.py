@@ -27,7 +27,7 @@ from auditor.errors import EXIT_POLICY, AuditError
 from auditor.fsutil import sha256_file
 from auditor.rebuild.globs import matches
 from auditor.rebuild.recipe import BuilderKind, CMakeRecipe, ModuleRecipe, NvccRecipe
-from auditor.rebuild.sandbox import Sandbox, Unsandboxed, write_compile_launcher
+from auditor.rebuild.sandbox import LAUNCHER, Sandbox, Unsandboxed, write_compile_launcher
 from auditor.rebuild.toolchain import Toolchain
 from auditor.redaction import last_lines
 
@@ -79,7 +79,7 @@ class BuildRequest:
     @property
     def launcher(self) -> Path:
         """Where :meth:`ModuleBuilder.build` writes the compile launcher."""
-        return self.build_dir / "auditor-compile"
+        return self.build_dir / LAUNCHER
 
     @property
     def placeholders(self) -> dict[str, str]:

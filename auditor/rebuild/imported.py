@@ -31,16 +31,13 @@ import zipfile
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from auditor.errors import InputError, SpecError
 from auditor.fsutil import relative_path, sha256_file
 from auditor.model import Finding, StageResult, StageStatus, Workspace, status_for
 from auditor.results.build import KEPT_DIR, BuildData, ImportedBuild
 from auditor.stage import Context
-
-if TYPE_CHECKING:
-    from auditor.policy import Policy
 
 BUILD_DIR_SCHEMA = "auditor/build/v1"  # the folder's marker
 RECORD_SCHEMA = "auditor/build-record/v1"
@@ -283,12 +280,11 @@ class _Import:
                 ctx.out_dir.mkdir(parents=True, exist_ok=True)
                 shutil.copyfile(self.folder / data.wheel.file, ctx.out_dir / data.wheel.file)
         from auditor.policy import EXPIRED_RULE, policy_of
-        from auditor.rebuild.stage import POLICY_RULES
+        from auditor.rebuild.stage import ruled_by_policy
 
         # this audit's policy and waivers decide, not those of the audit that built it
-        policy = policy_of(ctx.spec)
-        findings = tuple(_ruled(_unwaived(f), policy, POLICY_RULES) for f in record.stage.findings
-                         if f.rule != EXPIRED_RULE)
+        findings = tuple(ruled_by_policy((_unwaived(f) for f in record.stage.findings
+                                          if f.rule != EXPIRED_RULE), policy_of(ctx.spec)))
         reasons = (*record.stage.reasons, *self.reasons)
         return StageResult("build", status_for(findings, record.stage.not_checked, reasons), data,
                            findings=findings, not_checked=record.stage.not_checked,
@@ -383,11 +379,6 @@ class _Import:
 
 def _unwaived(f: Finding) -> Finding:
     return replace(f, waived=False, waiver=None) if f.waived else f
-
-
-def _ruled(f: Finding, policy: Policy, rules: frozenset[str]) -> Finding:
-    """``f`` with the action ``policy`` gives it, where its rule is one the policy decides."""
-    return policy.apply([f])[0] if f.rule in rules else f
 
 
 # ------------------------------------------------------------------ the recipe, for the plan only

@@ -53,9 +53,13 @@ exec unshare --user --map-root-user --pid --fork --kill-child --mount /bin/sh -c
 ISOLATION_DONE = "each nvcc call in its own PID and mount namespaces, with an empty /tmp"
 
 
+#: the launcher's file name in a module's build folder
+LAUNCHER = "auditor-compile"
+
+
 def write_compile_launcher(folder: Path) -> Path:
     """Write :data:`ISOLATED_COMPILE` as ``folder/auditor-compile`` (executable); its path."""
-    path = folder / "auditor-compile"
+    path = folder / LAUNCHER
     path.write_text(ISOLATED_COMPILE, encoding="utf-8")
     path.chmod(0o755)
     return path

@@ -15,10 +15,10 @@ import os
 import posixpath
 import shutil
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from auditor.errors import InputError, ToolError, ToolMissing
 from auditor.fsutil import relative_path, sha256_file
@@ -79,6 +79,9 @@ from auditor.results.build import (
 from auditor.results.build import Toolchain as ToolchainRecord
 from auditor.stage import Context, Stage
 
+if TYPE_CHECKING:
+    from auditor.policy import Policy
+
 
 def _now() -> str:
     return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
@@ -127,6 +130,11 @@ POLICY_RULES = frozenset({"build.toolchain-mismatch", "build.bundle-binary",
                           "build.differs-from-official"})
 
 
+def ruled_by_policy(findings: Iterable[Finding], policy: Policy) -> list[Finding]:
+    """``findings`` with the action ``policy`` gives each of a rule in :data:`POLICY_RULES`."""
+    return [policy.apply([f])[0] if f.rule in POLICY_RULES else f for f in findings]
+
+
 class _BuildRun:
     """One build stage run; its findings and reasons accumulate, the result is made at the end."""
 
@@ -139,7 +147,6 @@ class _BuildRun:
         self.findings: list[Finding] = []
         self.comparisons: dict[str, Comparison] = {}  # wheel path -> rebuilt against official
         self.abis: dict[str, Abi] = {}  # wheel path -> build a's exports against official
-        self.by_policy: set[str] = set()  # fingerprints whose action the policy decides
         self.isolate_compiles = False  # set where the sandbox is chosen
         self.reasons: list[str] = []
         self.not_checked: list[str] = []
@@ -439,13 +446,13 @@ class _BuildRun:
                                     differences=tuple(diffs),
                                     programs=toolchain.to_json()["programs"]))
         for diff in diffs:
-            self.findings.append(self.policy_finding(Finding(
+            self.findings.append(Finding(
                 rule="build.toolchain-mismatch", category=Category.PROVENANCE,
                 severity=Severity.LOW, action=Action.REVIEW, path=str(recipe.path.name),
                 line=0, commit=None, scanner="build",
                 message=f"toolchain differs from the recipe: {diff}",
                 fingerprint=fingerprint_of("build.toolchain-mismatch", recipe.path.name,
-                                           diff))))
+                                           diff)))
         sandbox = select_sandbox(recipe.sandbox.kind, self.ctx.workdir / "sandbox-probe")
         problem = compile_isolation(sandbox, self.ctx.workdir / "sandbox-probe")
         self.isolate_compiles = problem is None
@@ -455,18 +462,11 @@ class _BuildRun:
                            "compile_isolation": problem or ISOLATION_DONE})
         return toolchain, sandbox
 
-    def policy_finding(self, f: Finding) -> Finding:
-        """Mark ``f`` for the policy's action (applied with the waivers in :meth:`result`)."""
-        assert f.rule in POLICY_RULES, f.rule  # an imported build's are ruled again by rule
-        self.by_policy.add(f.fingerprint)
-        return f
-
     def apply_policy(self, findings: list[Finding]) -> list[Finding]:
         from auditor.policy import apply_waivers, policy_of, waivers_of
 
-        policy, waivers = policy_of(self.ctx.spec), waivers_of(self.ctx.spec)
-        ruled = [policy.apply([f])[0] if f.fingerprint in self.by_policy else f for f in findings]
-        return apply_waivers(ruled, waivers)
+        return apply_waivers(ruled_by_policy(findings, policy_of(self.ctx.spec)),
+                             waivers_of(self.ctx.spec))
 
     def report_left_out(self, ws: Workspace, plan: BuildPlan,
                         commits: Mapping[str, str | None]) -> None:
@@ -477,14 +477,14 @@ class _BuildRun:
                                 LeftOut(path=path, reason=why, size=bf.size, sha256=bf.sha256,
                                         commit=commits.get(path))))
             if why == "binary":
-                self.findings.append(self.policy_finding(Finding(
+                self.findings.append(Finding(
                     rule="build.bundle-binary", category=Category.BINARY_ARTIFACT,
                     severity=Severity.HIGH, action=Action.BLOCK, path=path, line=0,
                     commit=commits.get(path), scanner="build",
                     message=f"the series brings the binary {path} ({bf.size} bytes, sha256 "
                             f"{bf.sha256[:16]}…); nothing builds it, so it was left out of the "
                             "build tree and of the wheel",
-                    fingerprint=fingerprint_of("build.bundle-binary", path, bf.sha256))))
+                    fingerprint=fingerprint_of("build.bundle-binary", path, bf.sha256)))
 
     def build_variant(self, v: Variant, ws: Workspace, plan: BuildPlan, toolchain: Toolchain,
                       sandbox: Sandbox, epoch: int) -> dict[str, BuiltModule]:
@@ -604,11 +604,11 @@ class _BuildRun:
 
     def symbol_review(self, rule: str, wp: str, symbols: tuple[str, ...], what: str) -> None:
         """A review finding of the build on ``wp`` naming (the first ten of) ``symbols``."""
-        self.findings.append(self.policy_finding(Finding(
+        self.findings.append(Finding(
             rule=rule, category=Category.PROVENANCE, severity=Severity.LOW, action=Action.REVIEW,
             path=wp, line=0, commit=None, scanner="build",
             message=f"{what}: " + ", ".join(symbols[:10]),
-            fingerprint=fingerprint_of(rule, wp, " ".join(symbols)))))
+            fingerprint=fingerprint_of(rule, wp, " ".join(symbols))))
 
     def module_entry(self, d: ModuleDecision, official: UnpackedWheel, m: BuiltModule | None,
                      abi: Abi | None) -> ModuleRecord:
@@ -634,12 +634,12 @@ class _BuildRun:
             c = compare_files(official.local(wp), m.path)
             self.comparisons[wp] = c
             for diff in c.differences:
-                self.findings.append(self.policy_finding(Finding(
+                self.findings.append(Finding(
                     rule="build.differs-from-official", category=Category.PROVENANCE,
                     severity=Severity.LOW, action=Action.REVIEW, path=wp, line=0, commit=None,
                     scanner="build",
                     message=f"module {m.name}: the rebuilt module {diff}",
-                    fingerprint=fingerprint_of("build.differs-from-official", wp, diff))))
+                    fingerprint=fingerprint_of("build.differs-from-official", wp, diff)))
 
     def compare_builds(self, builds: list[dict[str, BuiltModule]], overlays: list[Overlay]) -> None:
         a, b = builds

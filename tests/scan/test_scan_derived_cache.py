@@ -135,8 +135,8 @@ def test_the_key_covers_what_can_change_a_reading(monkeypatch: pytest.MonkeyPatc
 
 
 def test_remembered_trees_give_the_readings_fresh_ones_give(monkeypatch: pytest.MonkeyPatch) -> None:
-    """``pyast.parse`` hands out one tree per text; the readings made with every tree parsed
-    afresh (the plain path) are the same, slices and taint views included."""
+    """``pyast.parse`` hands out the last text's tree again; the readings made with every tree
+    parsed afresh (the plain path) are the same, slices and taint views included."""
     import ast
 
     from auditor.scan import diffslice, pyast, taintviews
@@ -157,7 +157,7 @@ def test_remembered_trees_give_the_readings_fresh_ones_give(monkeypatch: pytest.
         return out
 
     remembered = (_fields(derived.expand(targets)), later_readings())
-    again = (_fields(derived.expand(targets)), later_readings())  # the trees now come remembered
+    again = (_fields(derived.expand(targets)), later_readings())  # a second run, the same
     text = targets[0].text
     assert pyast.parse(text) is pyast.parse(text)
     assert ast.dump(pyast.parse(text)) == ast.dump(ast.parse(text))
