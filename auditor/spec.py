@@ -418,7 +418,8 @@ def load_spec(path: str | Path, *, writing_series: bool = False) -> Spec:
     """Load and validate an audit spec. Every problem is a SpecError naming file and key; a spec
     with several problems raises one :class:`~auditor.errors.SpecErrors` listing them all.
     ``writing_series``: for ``auditor series``, which writes ``[patches] commits_file``: the file
-    need not exist yet (the spec then lists no commits)."""
+    need not exist yet and what it holds is not read (it is rewritten; the spec then lists no
+    commits)."""
     file = Path(path).resolve()
     if file.is_dir():
         file = file / "audit.toml"
@@ -536,8 +537,8 @@ def _patches(t: _Table, root: Path, upstream_repo: Path | None, *,
         commits: tuple[str, ...] = ()
         source = 'patches.commits = "range"'
     elif commits_file is not None:
-        commits = (() if writing_series and not commits_file.exists()
-                   else _read_series_file(commits_file, t))
+        # `auditor series` rewrites the file: what it holds now (nothing, a bad list) is not read
+        commits = () if writing_series else _read_series_file(commits_file, t)
         source = str(commits_file)
     else:
         commits = tuple(c.strip() for c in commits_list or ())

@@ -2,7 +2,10 @@
 
 A module whose source globs match a changed path is rebuilt; the others are taken from the official
 wheel. A changed native source that no module claims is an error (nobody knows how it would be
-built). A binary the series added or changed is never used: it is left out of the build tree and of
+built), unless the recipe's ``[sources_not_built]`` says this target never compiles it (another
+device's backend) and no file a module compiles includes it: then it is left out of the build tree
+(a wrong claim breaks the build instead of hiding in it) and reported. A file a module compiles
+that includes it makes it that module's source. A binary the series added or changed is never used: it is left out of the build tree and of
 the wheel, and reported.
 """
 
@@ -24,6 +27,7 @@ from auditor.rebuild.cmakelists import (
     targets_of_files,
 )
 from auditor.rebuild.globs import is_native, match_any
+from auditor.rebuild.includes import include_graph
 from auditor.rebuild.recipe import BuilderKind, ModuleRecipe, Recipe
 
 _BINARY_EXTENSIONS = (".so", ".o", ".a", ".dll", ".dylib", ".pyd", ".exe", ".bin", ".whl",
@@ -70,6 +74,8 @@ class BuildPlan:
     unlisted_targets: tuple[str, ...] = ()
     #: what the changed CMake files do (arch list changes, changes with no build effect)
     cmake_notes: tuple[str, ...] = ()
+    #: changed native sources this target never compiles: (path, the recipe's reason)
+    not_built: tuple[tuple[str, str], ...] = ()
 
     @property
     def to_build(self) -> tuple[ModuleDecision, ...]:
@@ -115,26 +121,26 @@ def make_plan(ws: Workspace, recipe: Recipe, native_globs: Iterable[str]) -> Bui
     native_globs = tuple(native_globs)
     cmake_dirs = sorted({m.cmake.source_dir for m in recipe.modules if m.cmake is not None})
     effects = _cmake_effects(ws, changes, cmake_dirs)
-    decisions = []
+    fed: dict[str, list[str]] = {m.name: [] for m in recipe.modules}
+    whys: dict[str, list[str]] = {m.name: [] for m in recipe.modules}
     claimed: set[str] = set(effects)
     for module in recipe.modules:
         sd = module.cmake.source_dir if module.cmake is not None else None
-        fed = [c.path for c in changes if match_any(c.path, module.sources)
-               and not match_any(c.path, module.exclude)
-               and not (sd is not None and is_cmake_file(c.path) and _under(c.path, sd))]
-        why: list[str] = []
+        fed[module.name] += [c.path for c in changes if _compiles(module, c.path)
+                             and not (sd is not None and is_cmake_file(c.path)
+                                      and _under(c.path, sd))]
         if module.builder is BuilderKind.CMAKE and module.cmake is not None:
             for path, effect in sorted(effects.items()):
                 if not _under(path, module.cmake.source_dir):
                     continue
                 if effect.everything or module.cmake.target in effect.targets:
-                    fed.append(path)
-                    why += effect.why(module.cmake.target)
-        claimed.update(fed)
-        fed_t = tuple(sorted(set(fed)))
-        decisions.append(ModuleDecision(module, ModuleAction.BUILT if fed_t else ModuleAction.OFFICIAL,
-                                        fed_t, tuple(dict.fromkeys(why))))
-    binaries, links, unclaimed = [], [], []
+                    fed[module.name].append(path)
+                    whys[module.name] += effect.why(module.cmake.target)
+        claimed.update(fed[module.name])
+    binaries: list[str] = []
+    links: list[str] = []
+    unclaimed: list[str] = []
+    candidates: list[str] = []
     for c in changes:
         if c.kind is not ChangeKind.DELETED and c.mode == "120000":
             links.append(c.path)
@@ -143,14 +149,55 @@ def make_plan(ws: Workspace, recipe: Recipe, native_globs: Iterable[str]) -> Bui
             binaries.append(c.path)
             continue
         if is_native(c.path, native_globs) and c.path not in claimed:
-            unclaimed.append(c.path)
+            (candidates if _not_built_reason(recipe, c.path) else unclaimed).append(c.path)
+    not_built = _not_built_sources(ws, recipe, native_globs, candidates, fed, whys)
+    decisions = tuple(
+        ModuleDecision(m, ModuleAction.BUILT if fed[m.name] else ModuleAction.OFFICIAL,
+                       tuple(sorted(set(fed[m.name]))), tuple(dict.fromkeys(whys[m.name])))
+        for m in recipe.modules)
     notes = [f"{path}: {a}" for path, e in sorted(effects.items()) for a in e.arch_changes]
     notes += [r.text for _, e in sorted(effects.items()) for r in e.reasons
               if not r.everything and not r.targets]
-    return BuildPlan(changes=changes, decisions=tuple(decisions), unclaimed_native=tuple(unclaimed),
+    return BuildPlan(changes=changes, decisions=decisions, unclaimed_native=tuple(unclaimed),
                      binaries=tuple(binaries), links=tuple(links),
                      unlisted_targets=unlisted_targets(ws, recipe, cmake_dirs),
-                     cmake_notes=tuple(notes))
+                     cmake_notes=tuple(notes), not_built=tuple(not_built))
+
+
+def _not_built_sources(ws: Workspace, recipe: Recipe, native_globs: tuple[str, ...],
+                       candidates: list[str], fed: dict[str, list[str]],
+                       whys: dict[str, list[str]]) -> list[tuple[str, str]]:
+    """The changed sources ``[sources_not_built]`` covers that no module's source includes, with
+    the recipe's reason; one that a module's source includes is added to that module's changes."""
+    if not candidates:
+        return []
+    graph = include_graph(bundle_root(ws), ws.manifest,
+                          lambda p: ws.manifest[p].mode != "120000" and is_native(p, native_globs))
+    out = []
+    for path in candidates:
+        includers = graph.reaching(path)
+        reached = False
+        for module in recipe.modules:
+            via = sorted(p for p in includers if _compiles(module, p))
+            if via:
+                reached = True
+                fed[module.name].append(path)
+                whys[module.name].append(
+                    f"{path} (in [sources_not_built]) is included by {via[0]}"
+                    + (f" and {len(via) - 1} more of its sources" if len(via) > 1 else ""))
+        if not reached:
+            out.append((path, _not_built_reason(recipe, path)))
+    return out
+
+
+def _compiles(module: ModuleRecipe, path: str) -> bool:
+    """The module's source globs claim ``path``."""
+    return match_any(path, module.sources) and not match_any(path, module.exclude)
+
+
+def _not_built_reason(recipe: Recipe, path: str) -> str:
+    """The recipe's reason that this target never compiles ``path`` ("" when it says none)."""
+    return next((why for glob, why in recipe.sources_not_built if match_any(path, (glob,))), "")
 
 
 def _cmake_effects(ws: Workspace, changes: tuple[Change, ...],

@@ -160,6 +160,9 @@ class Recipe:
     raw: Mapping[str, Any] = field(default_factory=dict, compare=False)
     #: extension targets the engine's CMake defines that this recipe does not build, with why
     targets_not_built: Mapping[str, str] = field(default_factory=dict)
+    #: bundle globs of native sources this target never compiles (another device's backend), with
+    #: why; a changed one is left out of the build tree, never claimed silently (see plan.py)
+    sources_not_built: tuple[tuple[str, str], ...] = ()
 
 
 def _bundle_rel(t: _Table, key: str, value: str) -> str:
@@ -222,10 +225,12 @@ def load_recipe(path: str | Path) -> Recipe:
     env = _env(top)
     modules = _modules(top, root)
     not_built = _not_built(top, modules)
+    sources_not_built = _sources_not_built(top)
     top.finish()
     return Recipe(path=file, root=root, engine=engine, version=version, target=target,
                   archs=archs, wheel=wheel, toolchain=toolchain, sandbox=sandbox, env=env,
-                  modules=modules, raw=doc, targets_not_built=not_built)
+                  modules=modules, raw=doc, targets_not_built=not_built,
+                  sources_not_built=sources_not_built)
 
 
 def _wheel(top: _Table, root: Path) -> WheelRecipe:
@@ -328,6 +333,20 @@ def _not_built(top: _Table, modules: tuple[ModuleRecipe, ...]) -> dict[str, str]
             raise t.err(name, "this target is also built by a module of the recipe")
         out[name] = why
     return out
+
+
+def _sources_not_built(top: _Table) -> tuple[tuple[str, str], ...]:
+    """``[sources_not_built]``: bundle glob -> why this target never compiles what it matches."""
+    t = _sub(top, "sources_not_built")
+    if t is None:
+        return ()
+    out = []
+    for glob, why in t.data.items():
+        t.seen.add(glob)
+        if not isinstance(why, str) or not why.strip():
+            raise t.err(glob, "expected the reason these sources are not built (a string)")
+        out.append((_bundle_rel(t, glob, glob), why))
+    return tuple(out)
 
 
 def _sandbox(top: _Table, root: Path) -> SandboxRecipe:

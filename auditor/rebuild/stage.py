@@ -148,6 +148,9 @@ class _BuildRun:
         self.comparisons: dict[str, Comparison] = {}  # wheel path -> rebuilt against official
         self.abis: dict[str, Abi] = {}  # wheel path -> build a's exports against official
         self.isolate_compiles = False  # set where the sandbox is chosen
+        #: modules to rebuild that this machine is too small for: the others are still built and
+        #: compared, but no wheel is made (it would hold their official binaries)
+        self.too_big: frozenset[str] = frozenset()
         self.reasons: list[str] = []
         self.not_checked: list[str] = []
         self.data = BuildData(
@@ -211,7 +214,9 @@ class _BuildRun:
                 self.ctx.progress(f"build: {d.module.name}: {why}")
         for note in plan.cmake_notes:
             self.ctx.progress(f"build: {note}")
-        if self.reasons or self.too_big_here(plan):
+        self.too_big = self.too_big_here(plan)
+        if self.reasons or (plan.to_build and all(d.module.name in self.too_big
+                                                  for d in plan.to_build)):
             return self.stop(plan, official)
         packages = self.recipe.wheel.packages or package_folders(official.members)
         self.note(official_differs_from_upstream=tuple(
@@ -239,14 +244,16 @@ class _BuildRun:
             return self.stop(plan, official)
         return self.build_and_overlay(ws, plan, official, packages, tools, commits, epoch)
 
-    def too_big_here(self, plan: BuildPlan) -> bool:
-        """A module to build that this machine is too small for: not checked (INCOMPLETE)."""
+    def too_big_here(self, plan: BuildPlan) -> frozenset[str]:
+        """The modules to build that this machine is too small for: not checked (INCOMPLETE);
+        the other modules are still built and compared, and no wheel is made."""
         too_big = [d.module for d in plan.to_build if machine_lacks(d.module)]
         for module in too_big:
             self.not_checked.append(f"module {module.name} is not built on this machine: "
                                     + machine_lacks(module) + "; the build is incomplete (the "
-                                    "official binary is not used in its place)")
-        return bool(too_big)
+                                    "official binary is not used in its place, and no wheel is "
+                                    "made)")
+        return frozenset(m.name for m in too_big)
 
     def build_and_overlay(self, ws: Workspace, plan: BuildPlan, official: UnpackedWheel,
                           packages: tuple[str, ...], tools: tuple[Toolchain, Sandbox] | None,
@@ -271,6 +278,8 @@ class _BuildRun:
                     self.check_abi(built, official)
                     if self.reasons:
                         return self.stop(plan, official, built)
+                if self.too_big:
+                    continue  # no wheel: it would hold the official binary of a changed module
                 toolchain = tools[0] if tools is not None else None
                 origin_detail = {wp: (m, self.built_origin(m, plan, toolchain))
                                  for wp, m in built.items()}
@@ -287,22 +296,25 @@ class _BuildRun:
                builds: list[dict[str, BuiltModule]], overlays: list[Overlay]) -> StageResult:
         """Check every file's origin, compare the two builds, and copy the wheel out."""
         ctx = self.ctx
-        first, built_a = overlays[0], builds[0]
-        self.reasons += verify_origins(first, official, ws, built_a, ctx.workdir / "verify-output")
+        built_a = builds[0]
+        first = overlays[0] if overlays else None
+        if first is not None:
+            self.reasons += verify_origins(first, official, ws, built_a,
+                                           ctx.workdir / "verify-output")
+            self.note(origins={p: o.to_json() for p, o in sorted(first.origins.items())},
+                      python=PythonFiles(replaced=tuple(first.replaced), added=tuple(first.added),
+                                         dropped=tuple(first.dropped),
+                                         not_packaged=tuple(first.not_packaged)))
         abis = {wp: self.abi_of(m, official) for wp, m in built_a.items()}
         self.compare_with_official(built_a, official)
         self.note(
-            origins={p: o.to_json() for p, o in sorted(first.origins.items())},
-            python=PythonFiles(replaced=tuple(first.replaced), added=tuple(first.added),
-                               dropped=tuple(first.dropped),
-                               not_packaged=tuple(first.not_packaged)),
             modules=tuple(self.module_entry(d, official, built_a.get(d.module.wheel_path),
                                             abis.get(d.module.wheel_path))
                           for d in plan.decisions))
         if self.repro:
             self.compare_builds(builds, overlays)
-        if not self.reasons:  # a wheel that failed a check never reaches the outputs
-            out = ctx.out_dir / first.wheel.name
+        if first is not None and not self.reasons:  # a wheel that failed a check never
+            out = ctx.out_dir / first.wheel.name  # reaches the outputs
             ctx.out_dir.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(first.wheel, out)
             self.note(wheel=BuiltWheel(file=out.name, name=first.name.name,
@@ -470,6 +482,14 @@ class _BuildRun:
 
     def report_left_out(self, ws: Workspace, plan: BuildPlan,
                         commits: Mapping[str, str | None]) -> None:
+        for path, reason in plan.not_built:
+            bf = ws.manifest.get(path)
+            self.note(left_out=(*self.data.left_out, LeftOut(
+                path=path, reason=f"not built for this target: {reason}",
+                size=bf.size if bf is not None else 0,
+                sha256=bf.sha256 if bf is not None else "deleted", commit=commits.get(path))))
+            self.ctx.progress(f"build: {path}: not built for this target ({reason}); no module "
+                              "source includes it; left out of the build tree")
         for path, why in [(p, "binary") for p in plan.binaries] + \
                          [(p, "symbolic link") for p in plan.links]:
             bf = ws.manifest[path]
@@ -489,7 +509,8 @@ class _BuildRun:
     def build_variant(self, v: Variant, ws: Workspace, plan: BuildPlan, toolchain: Toolchain,
                       sandbox: Sandbox, epoch: int) -> dict[str, BuiltModule]:
         src = v.root / "src"
-        copy_bundle(ws, src, exclude=set(plan.binaries) | set(plan.links), epoch=epoch)
+        copy_bundle(ws, src, exclude=set(plan.binaries) | set(plan.links)
+                    | {p for p, _ in plan.not_built}, epoch=epoch)
         (v.root / "home").mkdir(parents=True, exist_ok=True)
         (v.root / "tmp").mkdir(parents=True, exist_ok=True)
         env = self.fixed_env(v, toolchain, epoch)
@@ -511,6 +532,8 @@ class _BuildRun:
                 readable += [*d.module.nvcc.extra_include_dirs, *d.module.nvcc.library_dirs]
         built: dict[str, BuiltModule] = {}
         for d in plan.to_build:
+            if d.module.name in self.too_big:
+                continue
             req = BuildRequest(module=d.module, source_root=src,
                                build_dir=v.root / "build" / d.module.name,
                                archs=self.recipe.archs, toolchain=toolchain, env=env,
@@ -659,14 +682,17 @@ class _BuildRun:
                 modules[ma.name]["first_section"] = first.get("section")
                 modules[ma.name]["likely_cause"] = first.get("cause")
                 modules[ma.name]["kept"] = self.keep_pair(wp, ma, mb)
-        wa, wb = sha256_file(overlays[0].wheel), sha256_file(overlays[1].wheel)
-        same &= wa == wb
+        wheels = None
+        if overlays:
+            wa, wb = sha256_file(overlays[0].wheel), sha256_file(overlays[1].wheel)
+            same &= wa == wb
+            wheels = {"first": wa, "second": wb, "identical": wa == wb}
         self.note(reproducible=same, repro={
             "builds": [{"root": "build-a", "umask": "0022", "env_order": "forward"},
                        {"root": "repro/second-build-elsewhere", "umask": "0027",
                         "env_order": "reversed"}],
             "modules": modules,
-            "wheel": {"first": wa, "second": wb, "identical": wa == wb},
+            "wheel": wheels,  # None: no wheel was made (a module too big for this machine)
         })
         if not same:
             differing = [f"{n} (sections {', '.join(v['sections']) or '?'}; the first, "

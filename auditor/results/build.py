@@ -169,7 +169,8 @@ class Toolchain:
 
 @dataclass(frozen=True)
 class LeftOut:
-    """A file of the bundle kept out of the build tree (a binary or a symbolic link)."""
+    """A file of the bundle kept out of the build tree (a binary, a symbolic link, or a native source
+    this target never compiles)."""
 
     path: str
     reason: str

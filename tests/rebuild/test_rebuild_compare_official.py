@@ -402,7 +402,7 @@ def test_a_module_too_big_for_this_machine_is_not_built_and_the_stage_is_incompl
     assert result.not_checked == (
         f"module kern is not built on this machine: the recipe asks for 100000 cores to build "
         f"it, this machine has {cores}; the build is incomplete (the official binary is not "
-        "used in its place)",)
+        "used in its place, and no wheel is made)",)
     data = result.to_json()
     assert data["wheel"] is None
     assert {m["name"]: m["action"] for m in data["modules"]}["kern"] == "not-built"
