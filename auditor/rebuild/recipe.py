@@ -138,6 +138,9 @@ class ModuleRecipe:
     #: does not build it and the stage is INCOMPLETE for it (never the official binary instead)
     min_cores: int = 0
     min_memory_gb: int = 0
+    #: why this recipe cannot build the module from the bundle at all (its sources are not in
+    #: it, say); "" when it can. A change that reaches it leaves the stage INCOMPLETE for it
+    not_buildable: str = ""
 
     @property
     def entry(self) -> str:
@@ -404,6 +407,8 @@ def _module(name: str, t: _Table, root: Path) -> ModuleRecipe:
     exclude = t.strlist("exclude")
     min_cores = t.integer("min_cores", 0, minimum=0)
     min_memory_gb = t.integer("min_memory_gb", 0, minimum=0)
+    not_buildable = (t.text("not_buildable", "", what="why the recipe cannot build this module")
+                     or "").strip()
     builder = t.text("builder", required=True, check=lambda s: s in {b.value for b in BuilderKind},
                     what='"nvcc" or "cmake"')
     kind = BuilderKind(builder)
@@ -445,4 +450,4 @@ def _module(name: str, t: _Table, root: Path) -> ModuleRecipe:
     t.finish()
     return ModuleRecipe(name=name, wheel_path=wheel_path, sources=sources, builder=kind,
                         nvcc=nvcc, cmake=cmake, exclude=exclude, min_cores=min_cores,
-                        min_memory_gb=min_memory_gb)
+                        min_memory_gb=min_memory_gb, not_buildable=not_buildable)

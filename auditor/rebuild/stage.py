@@ -148,9 +148,10 @@ class _BuildRun:
         self.comparisons: dict[str, Comparison] = {}  # wheel path -> rebuilt against official
         self.abis: dict[str, Abi] = {}  # wheel path -> build a's exports against official
         self.isolate_compiles = False  # set where the sandbox is chosen
-        #: modules to rebuild that this machine is too small for: the others are still built and
+        #: modules to rebuild that cannot be built here (the recipe cannot, or this machine is too
+        #: small): the others are still built and
         #: compared, but no wheel is made (it would hold their official binaries)
-        self.too_big: frozenset[str] = frozenset()
+        self.not_built_here: frozenset[str] = frozenset()
         self.reasons: list[str] = []
         self.not_checked: list[str] = []
         self.data = BuildData(
@@ -214,8 +215,8 @@ class _BuildRun:
                 self.ctx.progress(f"build: {d.module.name}: {why}")
         for note in plan.cmake_notes:
             self.ctx.progress(f"build: {note}")
-        self.too_big = self.too_big_here(plan)
-        if self.reasons or (plan.to_build and all(d.module.name in self.too_big
+        self.not_built_here = self.cannot_build_here(plan)
+        if self.reasons or (plan.to_build and all(d.module.name in self.not_built_here
                                                   for d in plan.to_build)):
             return self.stop(plan, official)
         packages = self.recipe.wheel.packages or package_folders(official.members)
@@ -244,16 +245,17 @@ class _BuildRun:
             return self.stop(plan, official)
         return self.build_and_overlay(ws, plan, official, packages, tools, commits, epoch)
 
-    def too_big_here(self, plan: BuildPlan) -> frozenset[str]:
-        """The modules to build that this machine is too small for: not checked (INCOMPLETE);
-        the other modules are still built and compared, and no wheel is made."""
-        too_big = [d.module for d in plan.to_build if machine_lacks(d.module)]
-        for module in too_big:
-            self.not_checked.append(f"module {module.name} is not built on this machine: "
-                                    + machine_lacks(module) + "; the build is incomplete (the "
-                                    "official binary is not used in its place, and no wheel is "
-                                    "made)")
-        return frozenset(m.name for m in too_big)
+    def cannot_build_here(self, plan: BuildPlan) -> frozenset[str]:
+        """The modules to build that cannot be built here (the recipe says it cannot build them
+        from the bundle, or this machine is too small): not checked (INCOMPLETE); the other
+        modules are still built and compared, and no wheel is made."""
+        left = [(d.module, cannot_build(d.module)) for d in plan.to_build]
+        for module, why in left:
+            if why:
+                self.not_checked.append(f"module {module.name} is not built{why}; the build is "
+                                        "incomplete (the official binary is not used in its "
+                                        "place, and no wheel is made)")
+        return frozenset(m.name for m, why in left if why)
 
     def build_and_overlay(self, ws: Workspace, plan: BuildPlan, official: UnpackedWheel,
                           packages: tuple[str, ...], tools: tuple[Toolchain, Sandbox] | None,
@@ -278,7 +280,7 @@ class _BuildRun:
                     self.check_abi(built, official)
                     if self.reasons:
                         return self.stop(plan, official, built)
-                if self.too_big:
+                if self.not_built_here:
                     continue  # no wheel: it would hold the official binary of a changed module
                 toolchain = tools[0] if tools is not None else None
                 origin_detail = {wp: (m, self.built_origin(m, plan, toolchain))
@@ -532,7 +534,7 @@ class _BuildRun:
                 readable += [*d.module.nvcc.extra_include_dirs, *d.module.nvcc.library_dirs]
         built: dict[str, BuiltModule] = {}
         for d in plan.to_build:
-            if d.module.name in self.too_big:
+            if d.module.name in self.not_built_here:
                 continue
             req = BuildRequest(module=d.module, source_root=src,
                                build_dir=v.root / "build" / d.module.name,
@@ -729,6 +731,15 @@ def machine_memory_gb() -> float:
     except (ValueError, OSError):
         return 0.0
     return pages * size / 1024**3
+
+
+def cannot_build(module: ModuleRecipe) -> str:
+    """Why ``module`` is not built here, as the rest of a sentence after "is not built" ("" when
+    it can be): the recipe's not_buildable reason, or what this machine lacks."""
+    if module.not_buildable:
+        return f": {module.not_buildable}"
+    lacks = machine_lacks(module)
+    return f" on this machine: {lacks}" if lacks else ""
 
 
 def machine_lacks(module: ModuleRecipe, *, cores: int | None = None,

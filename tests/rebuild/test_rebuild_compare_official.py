@@ -408,6 +408,54 @@ def test_a_module_too_big_for_this_machine_is_not_built_and_the_stage_is_incompl
     assert {m["name"]: m["action"] for m in data["modules"]}["kern"] == "not-built"
 
 
+@needs_nvcc
+def test_a_module_the_recipe_cannot_build_is_incomplete_and_the_others_are_still_built(  # type: ignore[no-untyped-def]
+        upstream, tmp_path: Path) -> None:
+    """vLLM's flash-attention modules are built from sources outside the bundle: a change that
+    reaches them leaves the stage INCOMPLETE for them, while the module the series also changed
+    is still compiled and compared with the official one (and no wheel is made)."""
+    from buildcase import KERN_CU, OTHER_CU, make_case, make_series, recipe_text, run_build
+
+    from auditor.model import StageStatus
+
+    recipe = recipe_text(upstream).replace(
+        'sources = ["csrc/other.cu"]\nbuilder = "nvcc"',
+        'sources = ["csrc/other.cu"]\nbuilder = "nvcc"\n'
+        'not_buildable = "its sources are a pinned checkout that is not in the bundle"')
+    assert "not_buildable" in recipe
+    branch = make_series(upstream, "both", [{"csrc/kern.cu": KERN_CU + "// changed\n",
+                                             "csrc/other.cu": OTHER_CU + "// changed\n"}])
+    result = run_build(make_case(upstream, tmp_path, branch, recipe=recipe))
+    assert result.status is StageStatus.INCOMPLETE, result.reasons
+    assert result.not_checked == (
+        "module other is not built: its sources are a pinned checkout that is not in the bundle; "
+        "the build is incomplete (the official binary is not used in its place, and no wheel is "
+        "made)",)
+    data = result.to_json()
+    assert data["wheel"] is None
+    modules = {m["name"]: m for m in data["modules"]}
+    assert modules["other"]["action"] == "not-built"
+    assert modules["kern"]["action"] == "built"
+    assert modules["kern"]["commands"]  # compiled here (a comment changes no byte of it)
+    assert modules["kern"]["official_comparison"] is not None
+
+
+def test_an_empty_not_buildable_reason_is_a_recipe_error(tmp_path: Path) -> None:
+    from auditor.errors import SpecError
+    from auditor.rebuild.recipe import load_recipe
+
+    recipe = tmp_path / "r.toml"
+    recipe.write_text('engine = "e"\nversion = "1"\ntarget = "t"\narchs = ["86"]\n'
+                      '[wheel]\nfile = "w.whl"\nsha256 = "' + "0" * 64 + '"\n'
+                      '[toolchain]\nnvcc = "13.0"\n'
+                      '[modules.m]\nwheel_path = "e/m.so"\nsources = ["m.cu"]\n'
+                      'not_buildable = " "\nbuilder = "nvcc"\n[modules.m.nvcc]\n'
+                      'sources = ["m.cu"]\n')
+    with pytest.raises(SpecError) as exc:
+        load_recipe(recipe)
+    assert "not_buildable" in str(exc.value) and "empty" in str(exc.value)
+
+
 def test_machine_lacks_names_cores_and_memory() -> None:
     from auditor.rebuild.recipe import BuilderKind, ModuleRecipe
     from auditor.rebuild.stage import machine_lacks
@@ -432,4 +480,7 @@ def test_the_vllm_recipe_keeps_c_off_cumem_allocator_and_marks_c_too_big() -> No
     assert match_any("csrc/cumem_allocator.cpp", c.sources)
     assert match_any("csrc/cumem_allocator.cpp", c.exclude)
     assert c.min_cores > 2 and mods["_moe_C"].min_cores == 0
+    # the modules built from FetchContent checkouts (not in the bundle) say so; the others can
+    assert {m for m in mods if mods[m].not_buildable} == {"_flashmla_C", "_vllm_fa2_C",
+                                                          "_vllm_fa3_C"}
     assert recipe.toolchain.placeholders == ("flash-attention", "flashmla")

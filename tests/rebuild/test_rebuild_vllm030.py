@@ -215,6 +215,9 @@ def test_module_globs_keep_each_source_with_its_own_module() -> None:
     assert feeds("cmake/external_projects/flashmla.cmake") == {"_flashmla_C",
                                                                "_flashmla_extension_C"}
     assert mods["_C_stable_libtorch"].min_cores > 2
+    assert {m for m in mods if mods[m].not_buildable} == {
+        "_flashmla_C", "_flashmla_extension_C", "_deepselect_C", "_qutlass_C", "_flashkda_C",
+        "_vllm_fa2_C", "_vllm_fa3_C"}
     assert mods["_vllm_fa2_C"].wheel_path == "vllm/vllm_flash_attn/_vllm_fa2_C.abi3.so"
 
 
