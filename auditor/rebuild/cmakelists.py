@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+
+from auditor.rebuild.hostbranches import HOST_INPUTS, dead_indices, linux_view
 
 #: vLLM's functions that declare a Python extension module (the first name up to 0.1x, the second
 #: after the rename; cmake/utils.cmake defines one of them)
@@ -284,22 +286,42 @@ def _arch_values(commands: list[Command], var: str) -> set[str] | None:
     return vals
 
 
-def change_effect(path: str, old: str, new: str) -> Effect:
+def change_effect(path: str, old: str, new: str, *, linux_only: bool = False) -> Effect:
     """Which extension targets a change from ``old`` to ``new`` (texts of ``path``) can affect.
 
-    An unparsable version affects everything (nothing about it is known).
+    With ``linux_only`` (the caller found nothing that can set the host variables), the branches
+    a Linux build never takes are left out of both versions first (hostbranches.linux_view), and
+    a change that only they hold is noted as having no build effect. An unparsable version
+    affects everything (nothing about it is known).
     """
     try:
         before, after = parse(old), parse(new)
     except CMakeSyntaxError as exc:
         return Effect(frozenset(), True,
                       (Reason(f"{path}: cannot be read as CMake ({exc})", everything=True),))
+    notes: list[Reason] = []
+    if linux_only:
+        dead_old, dead_new = dead_indices(before), dead_indices(after)
+        if dead_old or dead_new:
+            plain = difflib.SequenceMatcher(a=[(c.name, c.args) for c in before],
+                                            b=[(c.name, c.args) for c in after], autojunk=False)
+            hidden = [after[k] for tag, _, _, j1, j2 in plain.get_opcodes() if tag != "equal"
+                      for k in range(j1, j2) if k in dead_new]
+            hidden += [before[k] for tag, i1, i2, _, _ in plain.get_opcodes() if tag != "equal"
+                       for k in range(i1, i2) if k in dead_old]
+            if hidden:
+                first = min(hidden, key=lambda c: c.line)
+                notes.append(Reason(
+                    f"{path}: {len(hidden)} changed command(s) in branches a Linux build never "
+                    f"takes (if(WIN32), if(MSVC), if(APPLE), … from line {first.line}): no build "
+                    "effect"))
+            before, after = linux_view(before), linux_view(after)
     g_old, g_new = _Graph(), _Graph()
     g_old.add(before)
     g_new.add(after)
     sm = difflib.SequenceMatcher(a=[(c.name, c.args) for c in before],
                                  b=[(c.name, c.args) for c in after], autojunk=False)
-    reasons: list[Reason] = []
+    reasons: list[Reason] = notes
     arch_vars: set[str] = set()
     for tag, i1, i2, j1, j2 in sm.get_opcodes():
         if tag == "equal":
@@ -368,4 +390,24 @@ def targets_of_files(texts: Mapping[str, str]) -> dict[str, str]:
             raise CMakeSyntaxError(f"{path}: {exc}") from None
         for name, line in extension_targets(commands).items():
             out.setdefault(name, f"{path}:{line}")
+    return out
+
+
+def host_writes(files: Iterable[tuple[str, Sequence[Command]]],
+                configure_args: Iterable[str] = ()) -> list[str]:
+    """Where the build's CMake code or its configure arguments could set a host variable
+    (``file:line: set(WIN32 …)``, ``configure argument -DWIN32=ON``): while any is found, no
+    branch is taken as dead."""
+    out = []
+    for path, commands in files:
+        for c in commands:
+            hit = writes(c) & HOST_INPUTS
+            if c.name == "include" and c.args and c.args[0].startswith("Platform"):
+                hit = {c.args[0]}
+            if hit:
+                out.append(f"{path}:{c.line}: {c.show()}")
+    for arg in configure_args:
+        name = arg[2:].split("=", 1)[0].split(":", 1)[0] if arg.startswith("-D") else ""
+        if name in HOST_INPUTS or arg.startswith(("-C", "--toolchain", "-T", "-G", "-A")):
+            out.append(f"configure argument {arg}")
     return out

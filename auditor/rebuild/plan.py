@@ -24,8 +24,10 @@ from auditor.rebuild.cmakelists import (
     Effect,
     Reason,
     change_effect,
+    host_writes,
     targets_of_files,
 )
+from auditor.rebuild.cmakelists import parse as parse_cmake
 from auditor.rebuild.globs import is_native, match_any
 from auditor.rebuild.includes import include_graph
 from auditor.rebuild.recipe import BuilderKind, ModuleRecipe, Recipe
@@ -120,7 +122,9 @@ def make_plan(ws: Workspace, recipe: Recipe, native_globs: Iterable[str]) -> Bui
     changes = changes_vs_upstream(ws)
     native_globs = tuple(native_globs)
     cmake_dirs = sorted({m.cmake.source_dir for m in recipe.modules if m.cmake is not None})
-    effects = _cmake_effects(ws, changes, cmake_dirs)
+    configure_args = tuple(a for m in recipe.modules if m.cmake is not None
+                           for a in m.cmake.configure_args)
+    effects, host_notes = _cmake_effects(ws, changes, cmake_dirs, configure_args)
     fed: dict[str, list[str]] = {m.name: [] for m in recipe.modules}
     whys: dict[str, list[str]] = {m.name: [] for m in recipe.modules}
     claimed: set[str] = set(effects)
@@ -155,7 +159,8 @@ def make_plan(ws: Workspace, recipe: Recipe, native_globs: Iterable[str]) -> Bui
         ModuleDecision(m, ModuleAction.BUILT if fed[m.name] else ModuleAction.OFFICIAL,
                        tuple(sorted(set(fed[m.name]))), tuple(dict.fromkeys(whys[m.name])))
         for m in recipe.modules)
-    notes = [f"{path}: {a}" for path, e in sorted(effects.items()) for a in e.arch_changes]
+    notes = host_notes + [f"{path}: {a}" for path, e in sorted(effects.items())
+                          for a in e.arch_changes]
     notes += [r.text for _, e in sorted(effects.items()) for r in e.reasons
               if not r.everything and not r.targets]
     return BuildPlan(changes=changes, decisions=decisions, unclaimed_native=tuple(unclaimed),
@@ -200,22 +205,48 @@ def _not_built_reason(recipe: Recipe, path: str) -> str:
     return next((why for glob, why in recipe.sources_not_built if match_any(path, (glob,))), "")
 
 
-def _cmake_effects(ws: Workspace, changes: tuple[Change, ...],
-                   cmake_dirs: list[str]) -> dict[str, Effect]:
-    """Changed CMake file -> what it reaches (added or deleted: everything)."""
+def _cmake_effects(ws: Workspace, changes: tuple[Change, ...], cmake_dirs: list[str],
+                   configure_args: tuple[str, ...]) -> tuple[dict[str, Effect], list[str]]:
+    """Changed CMake file -> what it reaches (added or deleted: everything), and the notes on
+    how it was read (the branches a Linux build never takes, or why they were read as live)."""
     out: dict[str, Effect] = {}
-    upstream = upstream_files(ws) if any(is_cmake_file(c.path) for c in changes) else {}
-    for c in changes:
-        if not is_cmake_file(c.path) or not any(_under(c.path, d) for d in cmake_dirs):
-            continue
+    cmake_changes = [c for c in changes if is_cmake_file(c.path)
+                     and any(_under(c.path, d) for d in cmake_dirs)]
+    if not cmake_changes:
+        return out, []
+    upstream = upstream_files(ws)
+    linux_only, notes = _host_fixed(ws, cmake_dirs, configure_args)
+    for c in cmake_changes:
         if c.kind is not ChangeKind.MODIFIED or c.mode == "120000":
             out[c.path] = Effect(frozenset(), True, (Reason(f"{c.path}: {c.kind.value}: every "
                                                             "target", everything=True),))
             continue
         old = Git(ws.upstream_repo).cat_blob(upstream[c.path][1]).decode("utf-8", "replace")
         new = (bundle_root(ws) / c.path).read_text("utf-8", "replace")
-        out[c.path] = change_effect(c.path, old, new)
-    return out
+        out[c.path] = change_effect(c.path, old, new, linux_only=linux_only)
+    return out, notes
+
+
+def _host_fixed(ws: Workspace, cmake_dirs: list[str],
+                configure_args: tuple[str, ...]) -> tuple[bool, list[str]]:
+    """Whether the host-platform branches (if(WIN32), …) can be read as this Linux host takes
+    them: only when no CMake file of the bundle (nor a configure argument) can set the variables
+    they test."""
+    root = bundle_root(ws)
+    files = []
+    for p in sorted(ws.manifest):
+        if is_cmake_file(p) and any(_under(p, d) for d in cmake_dirs):
+            try:
+                files.append((p, parse_cmake((root / p).read_text("utf-8", "replace"))))
+            except CMakeSyntaxError as exc:
+                return False, [f"{p} cannot be read as CMake ({exc}): branches such as "
+                               "if(WIN32) are read as taken"]
+    found = host_writes(files, configure_args)
+    if found:
+        return False, [f"{found[0]} can set what if(WIN32), if(MSVC), if(APPLE), … test: those "
+                       "branches are read as taken"
+                       + (f" ({len(found) - 1} more such)" if len(found) > 1 else "")]
+    return True, []
 
 
 def unlisted_targets(ws: Workspace, recipe: Recipe, cmake_dirs: list[str]) -> tuple[str, ...]:
