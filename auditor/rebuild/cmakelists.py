@@ -39,6 +39,9 @@ _IF_WORDS = frozenset({
 _OPEN_BLOCK = frozenset({"if", "foreach", "while"})
 _CLOSE_BLOCK = frozenset({"endif", "endforeach", "endwhile"})
 _INERT = frozenset({"message"})
+#: commands that read variables and set none (a foreach sets its loop variable)
+_READ_ONLY = frozenset({"if", "elseif", "else", "endif", "while", "endwhile", "endforeach",
+                        "break", "continue", "return", "message"})
 _TARGET_COMMANDS = frozenset({
     "target_compile_definitions", "target_compile_options", "target_include_directories",
     "target_link_libraries", "target_link_options", "target_sources", "set_target_properties",
@@ -401,7 +404,9 @@ def host_writes(files: Iterable[tuple[str, Sequence[Command]]],
     out = []
     for path, commands in files:
         for c in commands:
-            hit = writes(c) & HOST_INPUTS
+            if c.name in _READ_ONLY:
+                continue
+            hit = ({c.args[0]} if c.name == "foreach" and c.args else writes(c)) & HOST_INPUTS
             if c.name == "include" and c.args and c.args[0].startswith("Platform"):
                 hit = {c.args[0]}
             if hit:

@@ -210,11 +210,7 @@ class _BuildRun:
         self.report_left_out(ws, plan, commits)
         self.report_unclaimed(ws, plan, commits)
         self.reasons += list(plan.unlisted_targets)
-        for d in plan.to_build:
-            for why in d.why:
-                self.ctx.progress(f"build: {d.module.name}: {why}")
-        for note in plan.cmake_notes:
-            self.ctx.progress(f"build: {note}")
+        self.show_plan(plan)
         self.not_built_here = self.cannot_build_here(plan)
         if self.reasons or (plan.to_build and all(d.module.name in self.not_built_here
                                                   for d in plan.to_build)):
@@ -245,6 +241,17 @@ class _BuildRun:
             return self.stop(plan, official)
         return self.build_and_overlay(ws, plan, official, packages, tools, commits, epoch)
 
+    def show_plan(self, plan: BuildPlan) -> None:
+        """Why each module is rebuilt: one line per reason, with the modules it reaches."""
+        reached: dict[str, list[str]] = {}
+        for d in plan.to_build:
+            for why in d.why:
+                reached.setdefault(why, []).append(d.module.name)
+        for why, names in reached.items():
+            self.ctx.progress(f"build: {why} -> {', '.join(names)}")
+        for note in plan.cmake_notes:
+            self.ctx.progress(f"build: {note}")
+
     def cannot_build_here(self, plan: BuildPlan) -> frozenset[str]:
         """The modules to build that cannot be built here (the recipe says it cannot build them
         from the bundle, or this machine is too small): not checked (INCOMPLETE); the other
@@ -273,7 +280,8 @@ class _BuildRun:
             for v in variants:
                 built = {}
                 if tools is not None:
-                    with ctx.status(f"building {len(plan.to_build)} module(s), build {v.label}"):
+                    count = sum(d.module.name not in self.not_built_here for d in plan.to_build)
+                    with ctx.status(f"building {count} module(s), build {v.label}"):
                         built = self.build_variant(v, ws, plan, *tools, epoch)
                 builds.append(built)
                 if v.label == "a":

@@ -107,6 +107,12 @@ def test_host_writes_names_code_and_arguments_that_could_set_the_host_variables(
     assert host_writes([], ["-DVLLM_TARGET_DEVICE=cuda", "-DWIN32:BOOL=ON", "-Cinit.cmake"]) == [
         "configure argument -DWIN32:BOOL=ON", "configure argument -Cinit.cmake"]
     assert host_writes([("CMakeLists.txt", parse(CMAKELISTS))], ["-DNVCC_THREADS=1"]) == []
+    # reading them is not writing them (vLLM's cpu_extension.cmake tests the system name)
+    assert host_writes([("cmake/cpu_extension.cmake", parse(
+        'if(${CMAKE_SYSTEM_NAME} MATCHES "Darwin")\n  message(STATUS ${WIN32})\nendif()\n'
+        "while(MSVC)\nendwhile()\n"))]) == []
+    assert host_writes([("x.cmake", parse("foreach(APPLE IN LISTS L)\nendforeach()\n"))]) == [
+        "x.cmake:1: foreach(APPLE IN LISTS L)"]
 
 
 @pytest.fixture(scope="module")
