@@ -396,6 +396,27 @@ def targets_of_files(texts: Mapping[str, str]) -> dict[str, str]:
     return out
 
 
+#: commands that run CMake code this reader does not see (a string evaluated, a cache loaded, a
+#: callback on a variable)
+_RUNS_OTHER_CODE = frozenset({"cmake_language", "variable_watch", "load_cache"})
+
+
+_TREE_DIRS = ("${CMAKE_CURRENT_LIST_DIR}", "${CMAKE_CURRENT_SOURCE_DIR}", "${CMAKE_SOURCE_DIR}",
+              "${PROJECT_SOURCE_DIR}")
+
+
+def _unread_include(arg: str) -> bool:
+    """An include() of something but a CMake module by name or a ``.cmake`` file (those are read
+    where they are the bundle's): a ``Platform/`` file, a file of another name, a computed one."""
+    for here in _TREE_DIRS:  # a file of the tree (read where it is the bundle's)
+        if arg.startswith(here):
+            arg = arg[len(here):].lstrip("/") or "."
+            break
+    if arg.startswith("Platform") or "$" in arg or ".." in arg.split("/"):
+        return True
+    return ("/" in arg or "." in arg) and not arg.endswith(".cmake")
+
+
 def host_writes(files: Iterable[tuple[str, Sequence[Command]]],
                 configure_args: Iterable[str] = ()) -> list[str]:
     """Where the build's CMake code or its configure arguments could set a host variable
@@ -406,9 +427,12 @@ def host_writes(files: Iterable[tuple[str, Sequence[Command]]],
         for c in commands:
             if c.name in _READ_ONLY:
                 continue
-            hit = ({c.args[0]} if c.name == "foreach" and c.args else writes(c)) & HOST_INPUTS
-            if c.name == "include" and c.args and c.args[0].startswith("Platform"):
-                hit = {c.args[0]}
+            # what it writes, as far as this reader knows, and any host variable named bare as
+            # an argument (math(EXPR WIN32 …), find_program(MSVC …): an output variable)
+            hit = (writes(c) | set(c.args)) & HOST_INPUTS
+            if c.name in _RUNS_OTHER_CODE or (c.name == "include" and c.args
+                                              and _unread_include(c.args[0])):
+                hit = {c.name}
             if hit:
                 out.append(f"{path}:{c.line}: {c.show()}")
     for arg in configure_args:
