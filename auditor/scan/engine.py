@@ -66,6 +66,7 @@ from auditor.scan.merge import merge_same_concern
 from auditor.scan.scope import attribute, changed_paths, read_blobs, upstream_blobs
 from auditor.scan.slicecache import slice_cache
 from auditor.scan.sources import SourceJudge, upstream_sources
+from auditor.scratch import staging_dir
 
 _SEVERITY_RANK = {s: n for n, s in enumerate(Severity)}  # critical first
 SNIPPET_LINES = 5
@@ -94,6 +95,8 @@ class ScanConfig:
     blame_each: bool = False
     # say per file which readings ran and why a rule did not read it (auditor.scan.plan)
     explain: bool = False
+    # the scanners' staged copies on a RAM file system where there is room (auditor.scratch)
+    ram_staging: bool = True
 
 
 @dataclass
@@ -536,8 +539,12 @@ def _run_scanners(scanners: Sequence[Scanner], targets: Sequence[ScanTarget],
         s, misses, keys = pending[name]
         progress(f"scan: {name} over {len(misses)} file(s)")
         started = time.monotonic()
+        # the staged copies in RAM where the machine has room (auditor.scratch: only where they
+        # live changes); a few copies of each file
+        expected = 4 * sum(len(t.text) for t in misses)
         try:
-            run = s.scan(misses, workdir / f"scan-{name}")
+            with staging_dir(workdir / f"scan-{name}", expected, ram=config.ram_staging) as d:
+                run = s.scan(misses, d)
         except Exception as exc:  # a scanner crash is "not checked", never "clean"
             reason = getattr(exc, "message", None) or f"{type(exc).__name__}: {exc}"
             return all_failed(misses, f"{name} crashed: {reason}")

@@ -78,5 +78,6 @@ def reference_scanners(scanners: Sequence[Scanner]) -> list[Scanner]:
 
 
 def reference_config(config: ScanConfig) -> ScanConfig:
-    """``config`` without the engine's shortcuts: no cache, no slices, one blame per file."""
-    return replace(config, cache_dir=None, slice_diff=False, blame_each=True)
+    """``config`` without the engine's shortcuts: no cache, no slices, one blame per file, the
+    staged copies in the work folder (not in RAM)."""
+    return replace(config, cache_dir=None, slice_diff=False, blame_each=True, ram_staging=False)

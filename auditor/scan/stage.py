@@ -67,8 +67,9 @@ class ScanStage(Stage):
     name = "scan"
     needs = ("verify",)
 
-    def __init__(self, rules_dir: Path | None = None) -> None:
+    def __init__(self, rules_dir: Path | None = None, *, ram_staging: bool = True) -> None:
         self.rules_dir = rules_dir  # None: policies/semgrep/rules
+        self.ram_staging = ram_staging  # auditor.scratch (the tests compare both ways)
 
     def requested(self, spec: Spec) -> bool:
         return spec.scan is not None
@@ -86,6 +87,7 @@ class ScanStage(Stage):
             cache_dir=ctx.cache_dir,
             jobs=ctx.options.jobs,
             package_indexes=package_indexes(spec),
+            ram_staging=self.ram_staging,
         )
         scanners = default_scanners(spec, jobs=ctx.options.jobs, rules_dir=self.rules_dir,
                                     waiting=ctx.background.waiting)

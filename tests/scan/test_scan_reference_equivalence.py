@@ -20,6 +20,7 @@ from scancase import FORK, bundle_of, context, workspace
 from support import GitRepo
 from test_scan_rules import needs_semgrep
 
+from auditor import scratch
 from auditor.errors import ToolMissing
 from auditor.model import Scope, StageResult
 from auditor.results.scan import ScanData
@@ -295,6 +296,23 @@ def test_staged_and_reference_runners_agree(case: Case, scope: Scope) -> None:
         assert "slice" in staged_hows
     staged_reasons = {r.get("reason") for rows in staged_readings.values() for r in rows}
     assert "prefilter words absent" in staged_reasons
+
+
+@needs_semgrep
+def test_staging_in_ram_or_in_the_work_folder_gives_the_same_scan(case: Case) -> None:
+    """auditor.scratch moves only where the staged copies live: the staged runner with them in
+    the work folder gives what it gives with them in RAM (the reference runner stages in the
+    work folder too)."""
+    ram = case.run(Scope.DIFF, reference=False)
+    ws = workspace(case.repo, "v1.0.0", "series", case.bundle)
+    ctx = context(case.tmp / "on-disk", case.repo, case.commits, case.bundle, ws,
+                  cache=case.tmp / "cache-on-disk", scope=Scope.DIFF)
+    disk = ScanStage(rules_dir=case.rules, ram_staging=False).run(ctx)
+    assert _findings(disk) == _findings(ram) and len(disk.findings) > 40
+    assert disk.not_checked == ram.not_checked
+    assert ctx.workdir.joinpath("scan", "scan-semgrep", "semgrep").is_dir()  # staged on disk
+    if scratch.ram_root(1) is not None:  # and the default run staged in RAM, not there
+        assert not list((case.tmp / "staged-diff").rglob("scan-semgrep"))
 
 
 @needs_semgrep
