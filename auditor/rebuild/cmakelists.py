@@ -10,7 +10,9 @@ of declaring a Python extension module; ``define_extension_target`` in later rel
 reach, following variables: a target depends on the variables its definition reads, a variable on
 what its writer reads and on the conditions around the writer. A change whose effect cannot be
 traced (a control command, a function body, a change that reaches no target) affects every target
-(fail closed); only a ``message()`` is inert.
+(fail closed); only a ``message()`` is inert. Branches a Linux build never takes (``if(WIN32)``
+…, :mod:`auditor.rebuild.hostbranches`) are left out first, while :func:`host_writes` finds
+nothing in the build's CMake code or configure arguments that could set what they test.
 """
 
 from __future__ import annotations
@@ -412,7 +414,7 @@ def _unread_include(arg: str) -> bool:
         if arg.startswith(here):
             arg = arg[len(here):].lstrip("/") or "."
             break
-    if arg.startswith("Platform") or "$" in arg or ".." in arg.split("/"):
+    if arg.startswith(("Platform", "/")) or "$" in arg or ".." in arg.split("/"):
         return True
     return ("/" in arg or "." in arg) and not arg.endswith(".cmake")
 

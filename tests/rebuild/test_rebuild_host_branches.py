@@ -116,10 +116,13 @@ def test_host_writes_names_code_and_arguments_that_could_set_the_host_variables(
     # an output variable named bare, code this reader does not see, an include of another file
     sneaky = parse('math(EXPR WIN32 "1")\ncmake_language(EVAL CODE "${C}")\n'
                    "include(cmake/extra.txt)\ninclude(${X}/y.cmake)\n"
-                   "include(FetchContent)\ninclude(cmake/utils.cmake)\n")
+                   "include(/etc/z.cmake)\ninclude(${CMAKE_CURRENT_LIST_DIR}/../w.cmake)\n"
+                   "include(FetchContent)\ninclude(cmake/utils.cmake)\n"
+                   "include(${CMAKE_CURRENT_LIST_DIR}/cmake/utils.cmake)\n")
     assert [w.split(": ", 1)[1] for w in host_writes([("CMakeLists.txt", sneaky)])] == [
         "math(EXPR WIN32 1)", "cmake_language(EVAL CODE ${C})", "include(cmake/extra.txt)",
-        "include(${X}/y.cmake)"]
+        "include(${X}/y.cmake)", "include(/etc/z.cmake)",
+        "include(${CMAKE_CURRENT_LIST_DIR}/../w.cmake)"]
 
 
 @pytest.fixture(scope="module")
