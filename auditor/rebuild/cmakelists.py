@@ -308,27 +308,22 @@ def change_effect(path: str, old: str, new: str, *, linux_only: bool = False) ->
     if linux_only:
         dead_old, dead_new = dead_indices(before), dead_indices(after)
         if dead_old or dead_new:
-            plain = difflib.SequenceMatcher(a=[(c.name, c.args) for c in before],
-                                            b=[(c.name, c.args) for c in after], autojunk=False)
-            hidden = [after[k] for tag, _, _, j1, j2 in plain.get_opcodes() if tag != "equal"
-                      for k in range(j1, j2) if k in dead_new]
-            hidden += [before[k] for tag, i1, i2, _, _ in plain.get_opcodes() if tag != "equal"
-                       for k in range(i1, i2) if k in dead_old]
+            hidden = [c for tag, i1, i2, j1, j2 in _opcodes(before, after) if tag != "equal"
+                      for k, c in [*((k, before[k]) for k in range(i1, i2) if k in dead_old),
+                                   *((k, after[k]) for k in range(j1, j2) if k in dead_new)]]
             if hidden:
                 first = min(hidden, key=lambda c: c.line)
                 notes.append(Reason(
                     f"{path}: {len(hidden)} changed command(s) in branches a Linux build never "
                     f"takes (if(WIN32), if(MSVC), if(APPLE), … from line {first.line}): no build "
                     "effect"))
-            before, after = linux_view(before), linux_view(after)
+            before, after = linux_view(before, dead_old), linux_view(after, dead_new)
     g_old, g_new = _Graph(), _Graph()
     g_old.add(before)
     g_new.add(after)
-    sm = difflib.SequenceMatcher(a=[(c.name, c.args) for c in before],
-                                 b=[(c.name, c.args) for c in after], autojunk=False)
     reasons: list[Reason] = notes
     arch_vars: set[str] = set()
-    for tag, i1, i2, j1, j2 in sm.get_opcodes():
+    for tag, i1, i2, j1, j2 in _opcodes(before, after):
         if tag == "equal":
             continue
         sides = [(before[k], g_old, k, " (before)") for k in range(i1, i2)]
@@ -341,6 +336,13 @@ def change_effect(path: str, old: str, new: str, *, linux_only: bool = False) ->
     hit = frozenset().union(*(r.targets for r in reasons)) if reasons else frozenset()
     return Effect(frozenset(hit), any(r.everything for r in reasons),
                   tuple(dict.fromkeys(reasons)), _arch_changes(before, after, arch_vars))
+
+
+def _opcodes(before: list[Command], after: list[Command]) -> Sequence[tuple[str, int, int, int, int]]:
+    """difflib's edit script from ``before`` to ``after``, commands compared by name and args."""
+    return difflib.SequenceMatcher(a=[(c.name, c.args) for c in before],
+                                   b=[(c.name, c.args) for c in after],
+                                   autojunk=False).get_opcodes()
 
 
 def _reason(where: str, c: Command, in_function: bool, g_old: _Graph, g_new: _Graph) -> Reason:

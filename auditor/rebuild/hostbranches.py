@@ -112,7 +112,8 @@ def dead_indices(commands: Sequence[Command]) -> set[int]:
     return dead
 
 
-def linux_view(commands: Sequence[Command]) -> list[Command]:
-    """``commands`` without those a Linux build never runs."""
-    dead = dead_indices(commands)
+def linux_view(commands: Sequence[Command], dead: set[int] | None = None) -> list[Command]:
+    """``commands`` without those a Linux build never runs (``dead``: their
+    :func:`dead_indices`, when the caller has them already)."""
+    dead = dead_indices(commands) if dead is None else dead
     return [c for i, c in enumerate(commands) if i not in dead]

@@ -149,8 +149,8 @@ class _BuildRun:
         self.abis: dict[str, Abi] = {}  # wheel path -> build a's exports against official
         self.isolate_compiles = False  # set where the sandbox is chosen
         #: modules to rebuild that cannot be built here (the recipe cannot, or this machine is too
-        #: small): the others are still built and
-        #: compared, but no wheel is made (it would hold their official binaries)
+        #: small): the others are still built and compared, but no wheel is made (it would hold
+        #: their official binaries)
         self.not_built_here: frozenset[str] = frozenset()
         self.reasons: list[str] = []
         self.not_checked: list[str] = []

@@ -231,13 +231,18 @@ FILES = {
 }
 
 
-@pytest.fixture(scope="module")
-def eng(tmp_path_factory: pytest.TempPathFactory) -> Upstream:
+def vllm_shaped_engine(tmp_path_factory: pytest.TempPathFactory) -> Upstream:
+    """An engine repository of :data:`FILES`, tagged v1.0.0 (no wheel: plans only)."""
     root = tmp_path_factory.mktemp("vllm-shaped")
     repo = GitRepo(root / "engine")
     repo.commit("engine 1.0.0", files=FILES)
     repo.tag("v1.0.0")
     return Upstream(repo=repo, wheel=root / "official.whl", sha256="0" * 64, deps=root, root=root)
+
+
+@pytest.fixture(scope="module")
+def eng(tmp_path_factory: pytest.TempPathFactory) -> Upstream:
+    return vllm_shaped_engine(tmp_path_factory)
 
 
 def _plan(eng: Upstream, tmp: Path, change: dict[str, str | bytes | None], *,

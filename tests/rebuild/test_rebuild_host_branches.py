@@ -11,8 +11,7 @@ from pathlib import Path
 
 import pytest
 from buildcase import Upstream
-from support import GitRepo
-from test_rebuild_cmakelists import CMAKELISTS, FILES, UTILS, _plan
+from test_rebuild_cmakelists import CMAKELISTS, UTILS, _plan, vllm_shaped_engine
 
 from auditor.rebuild.cmakelists import change_effect, host_writes, parse
 from auditor.rebuild.hostbranches import dead_indices, host_value, linux_view
@@ -127,11 +126,7 @@ def test_host_writes_names_code_and_arguments_that_could_set_the_host_variables(
 
 @pytest.fixture(scope="module")
 def eng(tmp_path_factory: pytest.TempPathFactory) -> Upstream:
-    root = tmp_path_factory.mktemp("vllm-shaped")
-    repo = GitRepo(root / "engine")
-    repo.commit("engine 1.0.0", files=FILES)
-    repo.tag("v1.0.0")
-    return Upstream(repo=repo, wheel=root / "official.whl", sha256="0" * 64, deps=root, root=root)
+    return vllm_shaped_engine(tmp_path_factory)
 
 
 WIN_BLOCK = MOE_LINE + '\nif (WIN32)\n  list(APPEND MOE_EXT_SRC "csrc/moe/win_only.cu")\nendif()'
