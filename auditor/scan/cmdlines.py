@@ -426,7 +426,7 @@ def _python(text: str, lines: list[str], out: list[str]) -> None:
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return
     names = _py_assignments(tree)
-    for node in ast.walk(tree):
+    for node in pyast.walk(tree):
         if isinstance(node, ast.Call):
             command = _py_command(node, names)
             if command is not None:
@@ -440,7 +440,7 @@ _Values = dict[str, list[tuple[int, list[str] | None, str | None]]]
 def _py_assignments(tree: ast.AST) -> _Values:
     """Lists and strings assigned to plain names, in line order, with their later additions."""
     found: list[tuple[int, str, str, ast.expr]] = []  # (line, name, how, value)
-    for node in ast.walk(tree):
+    for node in pyast.walk(tree):
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(
                 node.targets[0], ast.Name):
             found.append((node.lineno, node.targets[0].id, "=", node.value))

@@ -104,7 +104,7 @@ def _as_module(value: str) -> str | None:
 
 def _scopes(tree: ast.Module) -> list[ast.AST]:
     out: list[ast.AST] = [tree]
-    out.extend(n for n in ast.walk(tree)
+    out.extend(n for n in pyast.walk(tree)
                if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))
     return out
 
@@ -148,7 +148,7 @@ def _may_hold_code(tree: ast.Module) -> bool:
     """Whether :func:`_code_strings` can find anything in the file: a call named exec, eval,
     compile, write or write_text, or a "-c" constant in a list or tuple (what each of its cases
     needs before it looks further)."""
-    for n in ast.walk(tree):
+    for n in pyast.walk(tree):
         if isinstance(n, ast.Call) and n.args and _callee(n.func) in _CANDIDATES:
             return True
         if isinstance(n, (ast.List, ast.Tuple)) and any(
@@ -166,7 +166,7 @@ def _callee(func: ast.expr) -> str:
 
 
 def _has_runner(scope: ast.AST) -> bool:
-    return any(isinstance(n, ast.Call) and _callee(n.func) in _RUNNERS for n in ast.walk(scope))
+    return any(isinstance(n, ast.Call) and _callee(n.func) in _RUNNERS for n in pyast.walk(scope))
 
 
 def _literal(node: ast.expr, bound: dict[str, ast.Constant]) -> ast.Constant | None:
@@ -216,4 +216,4 @@ def _runs_something(value: str) -> bool:
     if code is None:
         return False
     tree = ast.parse(code)
-    return any(isinstance(n, (ast.Import, ast.ImportFrom, ast.Call)) for n in ast.walk(tree))
+    return any(isinstance(n, (ast.Import, ast.ImportFrom, ast.Call)) for n in pyast.walk(tree))

@@ -306,7 +306,7 @@ def _literal(e: ast.expr) -> bool:
 
 
 def _calls(e: ast.expr) -> bool:
-    return any(isinstance(n, ast.Call) for n in ast.walk(e))
+    return any(isinstance(n, ast.Call) for n in pyast.walk(e))
 
 
 def _stored_names(s: ast.stmt) -> list[str]:
@@ -319,7 +319,7 @@ def _names(tree: ast.Module) -> tuple[set[str], Counter[str]]:
     deleted, defined, imported, caught, matched or declared ``global``/``nonlocal``)."""
     read: set[str] = set()
     bound: Counter[str] = Counter()
-    for n in ast.walk(tree):
+    for n in pyast.walk(tree):
         if isinstance(n, ast.Name):
             if isinstance(n.ctx, ast.Load):
                 read.add(n.id)
