@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import ast
 import textwrap
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from auditor.scan import pyast
@@ -58,7 +59,7 @@ def reading(text: str) -> StringCode | None:
         bound, assigned = _literal_names(scope)
         if scope is not tree:  # a module's literal, unless the function binds the name itself
             bound = {**{k: v for k, v in module_bound.items() if k not in assigned}, **bound}
-        runs = _has_runner(scope)
+        runs = _Runner(scope)  # asked only where a write of a literal is found
         for node in _own_nodes(scope):
             for found in _code_strings(node, bound, runs):
                 pieces.setdefault((found.lineno, found.col_offset), (found, _value(found)))
@@ -112,13 +113,13 @@ def _scopes(tree: ast.Module) -> list[ast.AST]:
 def _own_nodes(scope: ast.AST) -> list[ast.AST]:
     """The nodes of a scope, not those of the functions nested in it (their own scope)."""
     out: list[ast.AST] = []
-    stack = list(ast.iter_child_nodes(scope))
+    stack = pyast.children(scope)
     while stack:
         n = stack.pop()
         if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
             continue
         out.append(n)
-        stack.extend(ast.iter_child_nodes(n))
+        stack.extend(pyast.children(n))
     return out
 
 
@@ -166,7 +167,23 @@ def _callee(func: ast.expr) -> str:
 
 
 def _has_runner(scope: ast.AST) -> bool:
-    return any(isinstance(n, ast.Call) and _callee(n.func) in _RUNNERS for n in pyast.walk(scope))
+    # a module's nodes are listed already (pyast.walk); a function's are looked at until one runs
+    nodes = pyast.walk(scope) if isinstance(scope, ast.Module) else ast.walk(scope)
+    return any(isinstance(n, ast.Call) and _callee(n.func) in _RUNNERS for n in nodes)
+
+
+class _Runner:
+    """Whether a scope calls something that runs a program (:func:`_has_runner`), worked out
+    when first asked."""
+
+    def __init__(self, scope: ast.AST) -> None:
+        self._scope = scope
+        self._answer: bool | None = None
+
+    def __call__(self) -> bool:
+        if self._answer is None:
+            self._answer = _has_runner(self._scope)
+        return self._answer
 
 
 def _literal(node: ast.expr, bound: dict[str, ast.Constant]) -> ast.Constant | None:
@@ -184,7 +201,7 @@ def _is_python(node: ast.expr) -> bool:
 
 
 def _code_strings(node: ast.AST, bound: dict[str, ast.Constant],
-                  runs: bool) -> list[ast.Constant]:
+                  runs: Callable[[], bool]) -> list[ast.Constant]:
     out: list[ast.Constant] = []
     if isinstance(node, ast.Call) and node.args:
         name = _callee(node.func)
@@ -195,7 +212,7 @@ def _code_strings(node: ast.AST, bound: dict[str, ast.Constant],
             found = _literal(node.args[0], bound)
             if found is not None:
                 out.append(found)
-        elif name in ("write", "write_text") and runs:
+        elif name in ("write", "write_text") and runs():
             found = _literal(node.args[0], bound)
             if found is not None and _runs_something(_value(found)):
                 out.append(found)
@@ -216,4 +233,4 @@ def _runs_something(value: str) -> bool:
     if code is None:
         return False
     tree = ast.parse(code)
-    return any(isinstance(n, (ast.Import, ast.ImportFrom, ast.Call)) for n in pyast.walk(tree))
+    return any(isinstance(n, (ast.Import, ast.ImportFrom, ast.Call)) for n in ast.walk(tree))

@@ -306,7 +306,7 @@ def _literal(e: ast.expr) -> bool:
 
 
 def _calls(e: ast.expr) -> bool:
-    return any(isinstance(n, ast.Call) for n in pyast.walk(e))
+    return any(isinstance(n, ast.Call) for n in ast.walk(e))
 
 
 def _stored_names(s: ast.stmt) -> list[str]:
