@@ -65,6 +65,31 @@ def _call_re(word: str) -> re.Pattern[str]:
                       + _BETWEEN + r"\(")
 
 
+@lru_cache(maxsize=256)
+def _called_re(word: str) -> re.Pattern[str]:
+    """:func:`_call_re` without its look-behind (which keeps ``re`` from scanning for the
+    word's letters first: ~3x slower); :func:`called` checks the character before."""
+    return re.compile(re.escape(word) + r"(?:" + _BETWEEN + r"\))*" + _BETWEEN + r"\(")
+
+
+_IDENTIFIER_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
+
+
+def called(text: str, word: str) -> bool:
+    """``_call_re(word).search(text) is not None``: the word, not inside a longer ASCII
+    identifier, followed by ``(`` (blanks, continuations, comments or ``)`` between)."""
+    if word not in text:
+        return False
+    pattern = _called_re(word)
+    pos = 0
+    while (m := pattern.search(text, pos)) is not None:
+        i = m.start()
+        if i == 0 or text[i - 1] not in _IDENTIFIER_CHARS:
+            return True
+        pos = i + 1  # a match from here on may start inside this one (in a comment)
+    return False
+
+
 @lru_cache(maxsize=64)
 def _punct_re(chars: str) -> re.Pattern[str]:
     return re.compile(_BETWEEN.join(re.escape(c) for c in chars))
@@ -140,7 +165,7 @@ class Prefilter:
         if self.sink is None:
             return True
         calls, rest = self._sink_split
-        if any((w in own and _call_re(w).search(own)) or has_word(imported, w) for w in calls):
+        if any(called(own, w) or has_word(imported, w) for w in calls):
             return True
         return rest is not None and rest.admits_parts((own, imported))
 

@@ -4,6 +4,7 @@ fixture finding when auditor runs semgrep with it, and how the rules document is
 from __future__ import annotations
 
 import hashlib
+import random
 import re
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,7 @@ from test_scan_rules import ANNOTATION_RE, needs_semgrep
 from auditor.scan import rules as rules_mod
 from auditor.scan.gating import Staging, gated_rules, stage_by_gates
 from auditor.scan.interface import Origin, ScanTarget
-from auditor.scan.prefilter import Prefilter, has_word, parse_groups
+from auditor.scan.prefilter import Prefilter, _call_re, called, has_word, parse_groups
 from auditor.scan.semgrep import SemgrepScanner
 
 GATED = {m.id: m for m in rules_mod.load_rule_meta().values() if m.prefilter}
@@ -66,6 +67,24 @@ def test_a_called_word_is_the_word_in_a_file_and_a_call_at_a_sink() -> None:
     # a name an import of the word binds, called or not: semgrep resolves it
     assert pf.admits_at_sink("say(x)", "from logging import info as say")
     assert Prefilter((("a",),)).admits_at_sink("anything", "")  # no sink group: every function
+
+
+
+def test_called_is_the_look_behind_pattern_on_every_spelling() -> None:
+    """:func:`called` (the word's letters searched first, the character before checked by hand)
+    answers as the pattern with its look-behind does, on calls, near misses, words inside longer
+    identifiers, calls split by comments and continuations, and a match that starts inside a
+    comment of an earlier, refused one."""
+    pieces = ["open", "xopen", "open_", "_open", "opener", "(", ")", " ", "\n", "\\\n",
+              "# open(\n", "#\n", "\t", ".", "é", "1", "=", "'open('"]
+    texts = {"", "open", "open(", "(open)(x)", "xopen # open(\n (", "f.open ( x )",
+             "open\\\n  (x)", "open # c\n(", "éopen(", "1open(", "open)(", "openopen("}
+    rnd = random.Random(7)
+    for _ in range(4000):
+        texts.add("".join(rnd.choice(pieces) for _ in range(rnd.randint(1, 7))))
+    for text in sorted(texts):
+        for word in ("open", "o", "run"):
+            assert called(text, word) == (_call_re(word).search(text) is not None), (text, word)
 
 
 @pytest.mark.parametrize("raw", [[], [[]], ["exec"], [["ex ec"]], [["a+"]], [[1]], "exec",
