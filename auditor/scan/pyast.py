@@ -67,7 +67,7 @@ def walk(node: ast.AST) -> list[ast.AST]:
     out = [node]
     add = out.append
     i = 0
-    while i < len(out):  # _add_children, inlined (a call per node costs a third more)
+    while i < len(out):
         n = out[i]
         i += 1
         for name in n._fields:
@@ -85,27 +85,6 @@ def walk(node: ast.AST) -> list[ast.AST]:
         with _last_lock:
             _walked[:] = [(node, out)]
     return out
-
-
-def children(node: ast.AST) -> list[ast.AST]:
-    """``list(ast.iter_child_nodes(node))``, made without its generators."""
-    out: list[ast.AST] = []
-    _add_children(node, out)
-    return out
-
-
-def _add_children(n: ast.AST, out: list[ast.AST]) -> None:
-    for name in n._fields:
-        try:
-            v = getattr(n, name)
-        except AttributeError:
-            continue
-        if isinstance(v, ast.AST):
-            out.append(v)
-        elif isinstance(v, list):
-            for item in v:
-                if isinstance(item, ast.AST):
-                    out.append(item)
 
 
 @dataclass(frozen=True)

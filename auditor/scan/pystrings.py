@@ -113,13 +113,13 @@ def _scopes(tree: ast.Module) -> list[ast.AST]:
 def _own_nodes(scope: ast.AST) -> list[ast.AST]:
     """The nodes of a scope, not those of the functions nested in it (their own scope)."""
     out: list[ast.AST] = []
-    stack = pyast.children(scope)
+    stack = list(ast.iter_child_nodes(scope))
     while stack:
         n = stack.pop()
         if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
             continue
         out.append(n)
-        stack.extend(pyast.children(n))
+        stack.extend(ast.iter_child_nodes(n))
     return out
 
 
