@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import ast
 import textwrap
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from auditor.scan import pyast
@@ -59,7 +58,7 @@ def reading(text: str) -> StringCode | None:
         bound, assigned = _literal_names(scope)
         if scope is not tree:  # a module's literal, unless the function binds the name itself
             bound = {**{k: v for k, v in module_bound.items() if k not in assigned}, **bound}
-        runs = _Runner(scope)  # asked only where a write of a literal is found
+        runs = _has_runner(scope)
         for node in _own_nodes(scope):
             for found in _code_strings(node, bound, runs):
                 pieces.setdefault((found.lineno, found.col_offset), (found, _value(found)))
@@ -172,20 +171,6 @@ def _has_runner(scope: ast.AST) -> bool:
     return any(isinstance(n, ast.Call) and _callee(n.func) in _RUNNERS for n in nodes)
 
 
-class _Runner:
-    """Whether a scope calls something that runs a program (:func:`_has_runner`), worked out
-    when first asked."""
-
-    def __init__(self, scope: ast.AST) -> None:
-        self._scope = scope
-        self._answer: bool | None = None
-
-    def __call__(self) -> bool:
-        if self._answer is None:
-            self._answer = _has_runner(self._scope)
-        return self._answer
-
-
 def _literal(node: ast.expr, bound: dict[str, ast.Constant]) -> ast.Constant | None:
     if isinstance(node, ast.Constant) and isinstance(node.value, (str, bytes)):
         return node
@@ -201,7 +186,7 @@ def _is_python(node: ast.expr) -> bool:
 
 
 def _code_strings(node: ast.AST, bound: dict[str, ast.Constant],
-                  runs: Callable[[], bool]) -> list[ast.Constant]:
+                  runs: bool) -> list[ast.Constant]:
     out: list[ast.Constant] = []
     if isinstance(node, ast.Call) and node.args:
         name = _callee(node.func)
@@ -212,7 +197,7 @@ def _code_strings(node: ast.AST, bound: dict[str, ast.Constant],
             found = _literal(node.args[0], bound)
             if found is not None:
                 out.append(found)
-        elif name in ("write", "write_text") and runs():
+        elif name in ("write", "write_text") and runs:
             found = _literal(node.args[0], bound)
             if found is not None and _runs_something(_value(found)):
                 out.append(found)

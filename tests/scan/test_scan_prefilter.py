@@ -69,7 +69,6 @@ def test_a_called_word_is_the_word_in_a_file_and_a_call_at_a_sink() -> None:
     assert Prefilter((("a",),)).admits_at_sink("anything", "")  # no sink group: every function
 
 
-
 def test_called_is_the_look_behind_pattern_on_every_spelling() -> None:
     """:func:`called` (the word's letters searched first, the character before checked by hand)
     answers as the pattern with its look-behind does, on calls, near misses, words inside longer
