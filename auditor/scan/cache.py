@@ -33,7 +33,7 @@ class CacheEntry:
 _PACKAGE = Path(auditor.__file__).resolve().parent
 #: the modules outside auditor/scan whose code a scanner's answer goes through
 _HELPERS = ("textsafe.py", "redaction.py", "lines.py", "model.py", "gitio.py", "subproc.py",
-            "fsutil.py")
+            "fsutil.py", "pysource.py")
 
 
 def covered_files() -> tuple[Path, ...]:
@@ -79,7 +79,8 @@ class ResultCache:
                 findings=tuple(RawFinding.from_json(f) for f in data["findings"]),
                 error=FileError(str(err), lasting=True,
                                 lines=tuple((int(a), int(b)) for a, b in
-                                            data.get("error_lines") or ()))
+                                            data.get("error_lines") or ()),
+                                alone=data.get("error_alone") is True)
                 if err is not None else None,
             )
         except (ValueError, KeyError, TypeError):
@@ -95,4 +96,6 @@ class ResultCache:
             "error": entry.error.reason if entry.error is not None else None}
         if entry.error is not None and entry.error.lines:
             data["error_lines"] = [list(r) for r in entry.error.lines]
+        if entry.error is not None and entry.error.alone:
+            data["error_alone"] = True
         self.store.put(key, data)

@@ -14,7 +14,8 @@ language-blind checks such as the long-literal check do not count.
 - a passing error (a timeout, a crash) leaves the file not checked, as always;
 - a lasting error (a parse failure) is a *note* when every changed line it left unread is read by
   another rule set (semgrep's Dockerfile parser skipped lines that the derived shell reading
-  carries), and a reason otherwise;
+  carries), and a reason otherwise; one that no other rule set stands in for (``alone``: the code
+  strings and command lines of a Python file this interpreter cannot parse) is always a reason;
 - a changed, non-blank line of a file that needs rules and that no rule set read is a reason
   (``uncovered``).
 """
@@ -221,7 +222,7 @@ def _harmless(path: str, pc: PathCoverage, s: Scanner, t: ScanTarget, err: FileE
     """A note when scanner ``s``'s error on ``t`` loses nothing (a lasting error whose unread
     lines are no changed line, or are read by another rule set); None when the file is not
     checked because of it."""
-    if not err.lasting:
+    if not err.lasting or err.alone:
         return None
     unread = ({t.source_line(n) for a, b in err.lines for n in range(a, b + 1)}
               if err.lines else set(range(1, pc.n_lines + 1)))

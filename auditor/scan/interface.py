@@ -98,6 +98,9 @@ class FileError:
     # a partial parse: only these 1-based line ranges (in the target's own lines) went unread;
     # empty means the whole target
     lines: tuple[tuple[int, int], ...] = ()
+    # no other rule set reads what this check would have read (the code strings and command
+    # lines of a Python file): a reason the scan is incomplete, never a note
+    alone: bool = False
 
 
 @dataclass(frozen=True)

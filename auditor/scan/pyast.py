@@ -18,6 +18,8 @@ import warnings
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
+from auditor import pysource
+
 # line breaks other than "\n" and "\r\n" that Python, semgrep or bandit might count
 _ODD_BREAK = re.compile("\r(?!\n)|[\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
 # bidirectional control characters (bandit B613 reports only the first in a file)
@@ -32,24 +34,30 @@ _COMPOUND_FIELDS = ("body", "orelse", "finalbody", "handlers", "cases")
 _ODD_ASCII = "\r\x0b\x0c\x1c\x1d\x1e"
 
 
-# the tree of the text this process parsed last (:func:`parse`); one only: many live trees make
+# the tree of the text this process parsed last (:func:`parsed`); one only: many live trees make
 # every garbage collection walk their nodes (remembering 8 MB of source cost more than it saved)
-_last: list[tuple[str, ast.Module]] = []
+_last: list[tuple[str, pysource.Parsed]] = []
 _last_lock = threading.Lock()
 
 
-def parse(text: str) -> ast.Module:
-    """``ast.parse(text)``, the same tree when the text is the one this process parsed last:
-    the readings of one file (its command lines, then its code strings) are made from one text
-    one after the other, and none of them changes a tree. A text that does not parse raises as
-    ``ast.parse`` does, every time (errors are not remembered)."""
+def parsed(text: str) -> pysource.Parsed:
+    """:func:`auditor.pysource.parse` of ``text`` (newer-Python f-strings read as opaque), the
+    same tree when the text is the one this process parsed last: the readings of one file (its
+    command lines, then its code strings) are made from one text one after the other, and none
+    of them changes a tree. A text that does not parse raises as ``ast.parse`` does, every time
+    (errors are not remembered)."""
     with _last_lock:
         if _last and _last[0][0] == text:
             return _last[0][1]
-    tree = ast.parse(text)
+    got = pysource.parse(text)
     with _last_lock:
-        _last[:] = [(text, tree)]
-    return tree
+        _last[:] = [(text, got)]
+    return got
+
+
+def parse(text: str) -> ast.Module:
+    """The tree of :func:`parsed` (what a reading of the file's values reads)."""
+    return parsed(text).tree
 
 
 # the nodes of the last tree :func:`walk` listed whole (one: see ``_last``)
@@ -98,13 +106,15 @@ class Slice:
 
 def parse_sliceable(text: str) -> ast.Module | None:
     """``text`` parsed, or None when it is not to be sliced at all: it does not parse as Python 3
-    here, or has a line break or bidirectional control character the scanners count differently."""
+    here as written (one read only with opaque f-strings, :mod:`auditor.pysource`, is not), or
+    has a line break or bidirectional control character the scanners count differently."""
     if odd_characters(text):
         return None
     try:
-        return parse(text)
+        got = parsed(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
+    return None if got.opaque else got.tree
 
 
 def odd_characters(text: str) -> bool:

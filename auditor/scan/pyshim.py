@@ -21,6 +21,8 @@ import re
 import tokenize
 from pathlib import Path
 
+from auditor import pysource
+
 REST = "**"
 STAND_IN = "0:"  # as wide as REST
 _OPEN, _CLOSE = frozenset("([{"), frozenset(")]}")
@@ -37,8 +39,8 @@ def semgrep_python(text: str) -> str:
             or "\r" in text.replace("\r\n", "")):
         return text
     try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError):
+        tree = pysource.parse(text).tree
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
         return text
     mappings = [n for n in ast.walk(tree) if isinstance(n, ast.MatchMapping) and n.rest]
     if not mappings:

@@ -26,6 +26,7 @@ from auditor.scan.docs import DocsScanner
 from auditor.scan.engine import ScanConfig, run_scan
 from auditor.scan.interface import Scanner
 from auditor.scan.pycoding import CodingScanner
+from auditor.scan.pysyntax import PythonSyntaxScanner
 from auditor.scan.semgrep import SemgrepScanner
 from auditor.spec import ENGINES_DIR, Spec
 from auditor.stage import Context, Stage
@@ -49,6 +50,7 @@ def default_scanners(spec: Spec, *, jobs: int, rules_dir: Path | None = None,
         CodingScanner(),
         CMakeScanner(),
         DocsScanner(),
+        PythonSyntaxScanner(),
     ]
 
 

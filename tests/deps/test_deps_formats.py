@@ -1,6 +1,7 @@
 """pyproject.toml, setup.py (from its syntax tree), setup.cfg, CMake fetches, Dockerfiles and
 shell scripts: each format yields declarations with the right line, or says what it skipped."""
 
+import sys
 from pathlib import Path
 
 from auditor.deps.declaration import Kind
@@ -193,3 +194,30 @@ def test_dockerfile_and_shell_pip_install(tmp_path):
     assert _find(ex, "pip").specifier == ""
     assert any("scripts/setup_env.sh:4" in n and "$EXTRA_PKG" in n for n in ex.not_checked)
     assert _find(ex, "cmake").file == "requirements-build.txt"
+
+
+def test_setup_py_with_newer_python_fstrings_is_read(tmp_path):
+    """A setup.py that uses Python 3.12 f-strings (a real fork's does) is read; its literal
+    lists are declarations, and a list with an f-string requirement is computed, never a
+    value."""
+    ex = _extract(tmp_path, {"setup.py": (
+        "from setuptools import setup\n"
+        "HOME = '/usr/local/cuda'\n"
+        "ARGS = [f'-DCUDA={HOME.replace(\"\\\\\", \"/\")}/bin']\n"
+        "V = {'torch': '2.7.0'}\n"
+        "setup(\n"
+        "    name='engine',\n"
+        "    install_requires=['requests==2.31.0', f'torch=={V[\"torch\"]}'],\n"
+        "    extras_require={'audio': ['librosa==0.10.2']},\n"
+        ")\n")})
+    assert _find(ex, "librosa").pin == "0.10.2"
+    assert not [d for d in ex.declarations if d.name in ("torch", "requests", "")]
+    text = "\n".join(ex.not_checked)
+    assert "not valid Python" not in text
+    assert "setup.py:7: install_requires is computed" in text, text
+
+
+def test_setup_py_this_python_cannot_parse_names_the_interpreter(tmp_path):
+    ex = _extract(tmp_path, {"setup.py": "from setuptools import setup\nprint 'x'\nsetup()\n"})
+    text = "\n".join(ex.not_checked)
+    assert f"setup.py:2: not valid Python {sys.version_info.major}.{sys.version_info.minor}" in text

@@ -59,7 +59,8 @@ def test_cli_scan_finds_and_attributes_with_project_rules(cli: dict[str, Any]):
     assert net["rule"] in rules and net["line"] == 5 and net["commit"] == cli["c3"]
     assert net["action"] == "block" and not net["inherited"]
     assert out["scope"] == "diff" and "engine/stats.py" in out["checked_files"]
-    assert set(out["scanners"]) == {"semgrep", "bandit", "builtin", "coding", "cmake", "docs"}
+    assert set(out["scanners"]) == {"semgrep", "bandit", "builtin", "coding", "cmake", "docs",
+                                 "python-syntax"}
     sarif = json.loads(cli["sarif"].read_text())
     assert sarif["runs"][0]["results"]
 

@@ -156,7 +156,7 @@ def test_each_category_found_and_attributed_to_its_commit(case: Case, diff_resul
     # scanners: semgrep rules, bandit (pickle, eval, exec) and the builtin scanner all contribute
     assert {f.scanner for f in diff_result.findings} == {"semgrep", "bandit", "builtin"}
     assert set(diff_result.to_json()["scanners"]) == {"semgrep", "bandit", "builtin", "coding",
-                                                     "cmake", "docs"}
+                                                     "cmake", "docs", "python-syntax"}
     assert diff_result.to_json()["scope"] == "diff"
     assert diff_result.to_json()["ruleset"]
 

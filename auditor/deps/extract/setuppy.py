@@ -8,9 +8,9 @@ Literal lists (and module-level names bound once to a literal list) are read; an
 from __future__ import annotations
 
 import ast
-import warnings
 from pathlib import PurePosixPath
 
+from auditor import pysource
 from auditor.deps.declaration import Collector, Extraction, Topic
 
 LIST_KEYWORDS = ("install_requires", "setup_requires", "tests_require")
@@ -69,11 +69,10 @@ def _strings(node: ast.expr, names: dict[str, ast.expr]) -> list[tuple[str, int]
 def extract(path: str, text: str) -> Extraction:
     col = Collector(path)
     try:
-        with warnings.catch_warnings():  # the file's own oddities are not our warnings
-            warnings.simplefilter("ignore", SyntaxWarning)
-            tree = ast.parse(text, filename=path)
-    except (SyntaxError, ValueError) as exc:
-        col.skip(getattr(exc, "lineno", 0) or 0, f"not valid Python, not checked: {exc}")
+        tree = pysource.parse(text, filename=path).tree
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+        col.skip(getattr(exc, "lineno", 0) or 0,
+                 f"not valid {pysource.INTERPRETER} (what auditor reads with), not checked: {exc}")
         return col.done()
     names = _literal_names(tree)
     calls = [n for n in ast.walk(tree) if _is_setup_call(n)]
