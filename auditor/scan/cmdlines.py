@@ -59,8 +59,16 @@ _TOML_TASKS = re.compile(r"^\s*\[\s*(?:tool\.(?:poe\.tasks|pdm\.scripts|taskipy\
 _TOML_STRING = re.compile(r"\"((?:\\.|[^\"\\])*)\"|'([^']*)'")
 #: Python calls whose string or list argument is a command line
 _PY_CALLS = frozenset({"system", "popen", "call", "run", "check_call", "check_output", "Popen",
-                       "spawn", "getoutput", "getstatusoutput", "spawnlp", "execlp", "execvp",
-                       "spawn_process", "run_command"})
+                       "spawn", "getoutput", "getstatusoutput", "spawn_process", "run_command"})
+# os's exec*/spawn* family: where the program's argv starts among a call's arguments, and
+# whether it is spelled out there (l: one argument per word) or handed as one list (v)
+_OS_EXEC = {
+    **{n: (1, "l") for n in ("execl", "execle", "execlp", "execlpe")},
+    **{n: (1, "v") for n in ("execv", "execve", "execvp", "execvpe", "fexecve",
+                             "posix_spawn", "posix_spawnp")},
+    **{n: (2, "l") for n in ("spawnl", "spawnle", "spawnlp", "spawnlpe")},
+    **{n: (2, "v") for n in ("spawnv", "spawnve", "spawnvp", "spawnvpe")},
+}
 _PY_HINT = re.compile(r"\b(?:os|subprocess|system|popen|spawn|check_call|check_output|"
                       r"getoutput|session|run_command)\b")
 
@@ -509,6 +517,8 @@ def _py_command(node: ast.Call, names: _Values | None = None) -> str | None:
     func = node.func
     name = func.attr if isinstance(func, ast.Attribute) else (
         func.id if isinstance(func, ast.Name) else "")
+    if name in _OS_EXEC:
+        return _os_exec_command(name, node, names or {})
     if name not in _PY_CALLS:
         return None
     args = list(node.args)
@@ -523,16 +533,34 @@ def _py_command(node: ast.Call, names: _Values | None = None) -> str | None:
     if command is None:
         return None
     rest = [r for r in (_py_str(a) for a in node.args[1:]) if r is not None]
-    if name in ("spawnlp", "execlp", "run", "run_command") and rest and len(rest) == len(
-            node.args) - 1:
-        words = [command, *rest]
-        return argv_line(words[1:] if name in ("spawnlp", "execlp") else words)
+    if name in ("run", "run_command") and rest and len(rest) == len(node.args) - 1:
+        return argv_line([command, *rest])
     return command
+
+
+def _os_exec_command(name: str, node: ast.Call, names: _Values) -> str | None:
+    """The argv an ``os.exec*``/``os.spawn*``/``os.posix_spawn*`` call starts: the words from
+    where its argv begins (``execl(path, arg0, ...)``, ``spawnv(mode, path, argv)``), without
+    the environment the ``e`` forms take last; a word that is not spelled out is a placeholder."""
+    start, form = _OS_EXEC[name]
+    if form == "v":
+        if len(node.args) <= start:
+            return None
+        words, _ = _py_value(node.args[start], names, node.lineno)
+    else:
+        given = node.args[start:-1] if "e" in name[5:] else node.args[start:]
+        words = [w if w is not None else "${PY_VALUE}" for w in (_py_str(a) for a in given)]
+    if not words or all(w == "${PY_VALUE}" for w in words):
+        return None
+    return argv_line(words)
 
 
 def _py_str(node: ast.expr) -> str | None:
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
         return node.value
+    if isinstance(node, ast.Constant) and isinstance(node.value, bytes):
+        # a C function's argument (ctypes: ``libc.system(b"...")``), or os's bytes paths
+        return node.value.decode("utf-8", "replace")
     if isinstance(node, ast.JoinedStr):
         parts: list[str] = []
         for v in node.values:

